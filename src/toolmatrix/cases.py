@@ -1,0 +1,245 @@
+"""The case library: YAML case files -> frozen, validated ``Case`` objects.
+
+A case file holds one category. Tools come from the file's own ``tools:`` map, from a tool-set file
+(``FILESTEM.NAME``), or inline. Loading checks the schema and the cross-file rules (unique ids, tools that
+exist, expectations that name offered tools) and reports every problem at once, each naming file, line, case
+id and field; nothing is sent to an engine until the whole library is clean.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+
+SCHEMA = "cases.schema.json"
+
+
+@attrs.frozen
+class CallExpectation:
+    name: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Expectation:
+    """What a correct answer looks like: some calls, no call, any call, or a 4xx rejection."""
+
+    calls: tuple[CallExpectation, ...] = ()
+    ordered: bool = False
+    allow_extra_calls: bool = False
+    no_call: bool = False
+    any_call: bool = False
+    reject: bool = False
+    content_contains_any: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Expectation:
+        return cls(
+            calls=tuple(CallExpectation(c["name"], dict(c.get("arguments", {}))) for c in data.get("calls", ())),
+            ordered=data.get("ordered", False),
+            allow_extra_calls=data.get("allow_extra_calls", False),
+            no_call=data.get("no_call", False),
+            any_call=data.get("any_call", False),
+            reject=data.get("reject", False),
+            content_contains_any=tuple(data.get("content", {}).get("contains_any", ())),
+        )
+
+
+@attrs.frozen
+class Followup:
+    tool_results: Mapping[str, str]
+    expect: Expectation
+
+
+@attrs.frozen(eq=False)
+class Case:
+    """One scenario. ``tools`` are resolved OpenAI tool objects; ``source`` is ``file:line``."""
+
+    id: str
+    category: str
+    description: str
+    tools: tuple[dict, ...]
+    messages: tuple[dict, ...]
+    tool_choice: Any
+    options: Mapping[str, Any]
+    expect: Expectation
+    followup: Followup | None
+    requires: tuple[str, ...]
+    source: str
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(t["function"]["name"] for t in self.tools)
+
+    def tool_schema(self, name: str) -> dict | None:
+        for tool in self.tools:
+            if tool["function"]["name"] == name:
+                return tool["function"].get("parameters", {"type": "object"})
+        return None
+
+    @property
+    def tool_choice_kind(self) -> str:
+        """auto | none | required | named | invalid — the behaviour class the case asks for."""
+        choice = self.tool_choice
+        if choice in (None, "auto", "none", "required"):
+            return choice or "auto"
+        if isinstance(choice, Mapping) and choice.get("type") == "function" and "name" in choice.get("function", {}):
+            return "named"
+        return "invalid"
+
+    @property
+    def named_function(self) -> str | None:
+        return self.tool_choice["function"]["name"] if self.tool_choice_kind == "named" else None
+
+    @property
+    def features(self) -> frozenset[str]:
+        """Features the case exercises; engine specs declare which of them they do not support."""
+        found = set(self.requires)
+        if self.tool_choice_kind != "auto":
+            found.add(f"tool_choice.{self.tool_choice_kind}")
+        if len(self.expect.calls) > 1:
+            found.add("parallel_calls")
+        if self.options.get("parallel_tool_calls") is False:
+            found.add("parallel_tool_calls.false")
+        if self.followup is not None:
+            found.add("multi_turn")
+        return frozenset(found)
+
+
+def _normalise_tool_choice(value: Any) -> Any:
+    # {function: NAME} is shorthand for the OpenAI object; anything else is sent exactly as written.
+    if isinstance(value, Mapping) and set(value) == {"function"} and isinstance(value["function"], str):
+        return {"type": "function", "function": {"name": value["function"]}}
+    return value
+
+
+@attrs.define
+class _Loader:
+    """Accumulates tool sets and cases over all files, collecting every error."""
+
+    errors: list[SpecError] = attrs.field(factory=list)
+    tool_sets: dict[str, dict[str, dict]] = attrs.field(factory=dict)
+    docs: list[YamlDoc] = attrs.field(factory=list)
+    seen_ids: dict[str, str] = attrs.field(factory=dict)
+
+    def read(self, path: Path) -> None:
+        try:
+            doc = read_yaml(path)
+        except SpecErrors as exc:
+            self.errors.extend(exc.errors)
+            return
+        problems = schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p))
+        self.errors.extend(problems)
+        if not problems:
+            self.docs.append(doc)
+            self.tool_sets[path.stem] = doc.data.get("tools", {})
+
+    def resolve_tool(self, doc: YamlDoc, ref: Any, at: tuple, case_id: str) -> dict | None:
+        if isinstance(ref, dict):
+            return ref
+        local = doc.data.get("tools", {})
+        if ref in local:
+            return local[ref]
+        stem, _, name = ref.rpartition(".")
+        if stem in self.tool_sets and name in self.tool_sets[stem]:
+            return self.tool_sets[stem][name]
+        self.errors.append(doc.error(at, f"unknown tool {ref!r} (not in this file's tools nor a tool-set file)", case_id))
+        return None
+
+    def cases(self) -> list[Case]:
+        out = []
+        for doc in self.docs:
+            for index, raw in enumerate(doc.data["cases"]):
+                case = self.build(doc, index, raw)
+                if case is not None:
+                    out.append(case)
+        return out
+
+    def build(self, doc: YamlDoc, index: int, raw: dict) -> Case | None:
+        at = ("cases", index)
+        case_id = raw["id"]
+        before = len(self.errors)
+        if case_id in self.seen_ids:
+            self.errors.append(doc.error(at + ("id",), f"duplicate case id (first defined at {self.seen_ids[case_id]})", case_id))
+        self.seen_ids.setdefault(case_id, f"{doc.path}:{doc.line(at)}")
+        category = doc.data["category"]
+        if not case_id.startswith(category + "."):
+            self.errors.append(doc.error(at + ("id",), f"id must start with the file's category {category!r}", case_id))
+        tools = [self.resolve_tool(doc, ref, at + ("tools", i), case_id) for i, ref in enumerate(raw.get("tools", []))]
+        names = [t["function"]["name"] for t in tools if t]
+        if len(set(names)) != len(names):
+            self.errors.append(doc.error(at + ("tools",), "the same tool name is offered twice", case_id))
+        tool_choice = _normalise_tool_choice(raw.get("tool_choice"))
+        expect = Expectation.from_dict(raw["expect"])
+        followup = None
+        if "followup" in raw:
+            followup = Followup(dict(raw["followup"]["tool_results"]), Expectation.from_dict(raw["followup"]["expect"]))
+        self.check_names(doc, at, case_id, names, expect, followup, tool_choice)
+        if len(self.errors) > before:
+            return None
+        return Case(
+            id=case_id,
+            category=category,
+            description=raw.get("description", ""),
+            tools=tuple(t for t in tools if t),
+            messages=tuple(raw["messages"]),
+            tool_choice=tool_choice,
+            options={"temperature": 0, **raw.get("options", {})},
+            expect=expect,
+            followup=followup,
+            requires=tuple(raw.get("requires", ())),
+            source=f"{doc.path}:{doc.line(at)}",
+        )
+
+    def check_names(self, doc, at, case_id, names, expect, followup, tool_choice) -> None:
+        """Expectations may only name offered tools; a typo would otherwise read as a model failure."""
+        for i, call in enumerate(expect.calls):
+            if call.name not in names:
+                self.errors.append(doc.error(at + ("expect", "calls", i, "name"), f"{call.name!r} is not an offered tool", case_id))
+        if followup:
+            for name in followup.tool_results:
+                if name not in names:
+                    self.errors.append(doc.error(at + ("followup", "tool_results", name), f"{name!r} is not an offered tool", case_id))
+        if isinstance(tool_choice, Mapping) and tool_choice.get("type") == "function":
+            name = tool_choice.get("function", {}).get("name")
+            if name not in names and not expect.reject:
+                self.errors.append(doc.error(at + ("tool_choice",), f"named tool {name!r} is not offered", case_id))
+
+
+def _case_id_at(doc: YamlDoc, path: tuple) -> str:
+    if len(path) >= 2 and path[0] == "cases" and isinstance(path[1], int):
+        try:
+            return str(doc.data["cases"][path[1]].get("id", f"cases[{path[1]}]"))
+        except (AttributeError, IndexError, TypeError):
+            pass
+    return ""
+
+
+def case_files(paths: Iterable[Path]) -> list[Path]:
+    """Expand directories to their ``*.yaml``/``*.yml`` files (sorted, so ids keep a stable order)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")))
+        else:
+            files.append(path)
+    return files
+
+
+def load_cases(paths: Iterable[Path]) -> list[Case]:
+    """Load and validate every case file under ``paths``; raise ``SpecErrors`` listing all problems."""
+    loader = _Loader()
+    files = case_files(paths)
+    missing = [p for p in files if not p.exists()]
+    if missing:
+        raise SpecErrors(SpecError(str(p), None, "", "$", "no such file or directory") for p in missing)
+    for path in files:
+        loader.read(path)
+    cases = loader.cases()
+    if loader.errors:
+        raise SpecErrors(loader.errors)
+    return cases

@@ -1,0 +1,174 @@
+"""One request and its answer, captured raw, plus the reassembly of a stream into one message.
+
+No I/O here: ``client`` fills an ``Exchange``; ``checks`` read it. Streams are kept chunk by chunk, exactly as
+parsed from the wire, so a check can look at the deltas and a person can read them later.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+Mode = str  # "nonstream" | "stream"
+MODES: tuple[Mode, ...] = ("nonstream", "stream")
+
+
+@attrs.frozen
+class Call:
+    """A tool call as the engine returned it (``arguments`` is the raw string, or whatever non-string came)."""
+
+    id: Any
+    type: Any
+    name: Any
+    arguments: Any
+    index: Any = None
+
+    def parsed_arguments(self) -> dict | None:
+        """The arguments as an object, or None when they are not a JSON string of an object."""
+        if not isinstance(self.arguments, str):
+            return None
+        try:
+            value = json.loads(self.arguments)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+@attrs.frozen
+class Message:
+    """The assistant's answer, the same shape whether it came whole or in chunks."""
+
+    content: str | None
+    reasoning: str | None
+    tool_calls: tuple[Call, ...]
+    finish_reason: Any
+    raw_tool_calls: Any = None  # the tool_calls value as sent (to tell a list from an object or null)
+
+
+@attrs.frozen
+class Exchange:
+    """A request and what came back: a JSON body, a list of stream chunks, or an error."""
+
+    mode: Mode
+    request: dict
+    status: int | None = None  # HTTP status; None when nothing came back
+    response: Any = None  # parsed JSON body (non-stream, or the error body)
+    chunks: tuple[Any, ...] = ()  # every stream chunk in order, parsed JSON (or the raw line if not JSON)
+    error: str | None = None  # transport problem: timeout, refused connection, broken stream
+    latency_s: float = 0.0
+    raw_text: str | None = None  # body text when it was not JSON
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    def message(self) -> Message | None:
+        """The answer as one message; None when there is none to read (error, or a body with no choice)."""
+        if not self.ok:
+            return None
+        if self.mode == "stream":
+            return assemble_stream(self.chunks)
+        return message_from_response(self.response)
+
+
+def _first_choice(body: Any) -> dict | None:
+    if not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def _call_from(raw: Any) -> Call:
+    raw = raw if isinstance(raw, dict) else {}
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    return Call(raw.get("id"), raw.get("type"), function.get("name"), function.get("arguments"), raw.get("index"))
+
+
+def _reasoning(message: dict) -> str | None:
+    # Engines disagree on the field name; both are seen in the wild.
+    value = message.get("reasoning_content", message.get("reasoning"))
+    return value if isinstance(value, str) else None
+
+
+def message_from_response(body: Any) -> Message | None:
+    choice = _first_choice(body)
+    if choice is None or not isinstance(choice.get("message"), dict):
+        return None
+    message = choice["message"]
+    raw_calls = message.get("tool_calls")
+    calls = tuple(_call_from(c) for c in raw_calls) if isinstance(raw_calls, list) else ()
+    content = message.get("content")
+    return Message(
+        content=content if isinstance(content, str) else None,
+        reasoning=_reasoning(message),
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        raw_tool_calls=raw_calls,
+    )
+
+
+@attrs.define
+class _CallBuilder:
+    id: Any = None
+    type: Any = None
+    name: Any = None
+    arguments: str | None = None
+    index: Any = None
+
+    def add(self, delta: dict) -> None:
+        self.id = self.id or delta.get("id")
+        self.type = self.type or delta.get("type")
+        function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
+        if function.get("name"):
+            self.name = (self.name or "") + function["name"] if self.name != function["name"] else self.name
+        fragment = function.get("arguments")
+        if isinstance(fragment, str):
+            self.arguments = (self.arguments or "") + fragment
+
+    def build(self) -> Call:
+        return Call(self.id, self.type, self.name, self.arguments, self.index)
+
+
+def stream_deltas(chunks: tuple[Any, ...]):
+    """Yield ``(chunk_number, choice_delta, finish_reason)`` for every chunk that carries a first choice."""
+    for number, chunk in enumerate(chunks):
+        choice = _first_choice(chunk)
+        if choice is None:
+            continue
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        yield number, delta, choice.get("finish_reason")
+
+
+def assemble_stream(chunks: tuple[Any, ...]) -> Message:
+    """Reassemble deltas the way OpenAI clients do: content concatenated, tool calls merged by ``index``."""
+    content: list[str] = []
+    reasoning: list[str] = []
+    builders: dict[Any, _CallBuilder] = {}
+    finish = None
+    for _, delta, finish_reason in stream_deltas(chunks):
+        if isinstance(delta.get("content"), str):
+            content.append(delta["content"])
+        if (r := _reasoning(delta)) is not None:
+            reasoning.append(r)
+        raw_calls = delta.get("tool_calls")
+        for raw in raw_calls if isinstance(raw_calls, list) else [raw_calls] if isinstance(raw_calls, dict) else []:
+            if not isinstance(raw, dict):
+                continue
+            key = raw.get("index")
+            if not isinstance(key, int):
+                key = raw.get("id") or len(builders)
+            builder = builders.setdefault(key, _CallBuilder(index=raw.get("index")))
+            builder.add(raw)
+        if finish_reason is not None:
+            finish = finish_reason
+    return Message(
+        content="".join(content) if content else None,
+        reasoning="".join(reasoning) if reasoning else None,
+        tool_calls=tuple(b.build() for b in builders.values()),
+        finish_reason=finish,
+        raw_tool_calls=None,
+    )

@@ -1,0 +1,250 @@
+"""A deterministic fake OpenAI-compatible server that can inject each engine fault of reference/bugs.md.
+
+For testing the checks' edge cases and for measuring the harness itself against an instant server; never as
+proof that toolmatrix works with a real engine. A ``Reply`` says what a correct engine would answer; each fault
+in ``Reply.faults`` bends that answer the way some real engine was seen to.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import attrs
+
+FAULTS = {
+    "http_500": "answer HTTP 500 (crash on tools)",
+    "http_400": "answer HTTP 400 to a valid request",
+    "accept_invalid": "answer 200 to an invalid tool_choice instead of 4xx",
+    "hang": "never answer in time (timeout)",
+    "args_object": "arguments as a JSON object instead of a string",
+    "args_truncated": "arguments lose their closing brace (invalid JSON)",
+    "args_empty": "arguments '' for a parameterless call",
+    "ids_missing": "tool calls without id",
+    "ids_duplicate": "every tool call gets the same id",
+    "finish_stop": "finish_reason 'stop' although calls are returned",
+    "finish_tool_calls_no_call": "finish_reason 'tool_calls' with no call",
+    "marker_residue": "a closing marker left in content next to the parsed calls",
+    "unparsed": "calls left as native text in content, tool_calls empty",
+    "call_in_reasoning": "calls left as native text in reasoning_content, tool_calls empty",
+    "ascii_escape": "non-ASCII argument text escaped as \\uXXXX",
+    "double_encode": "object/array argument values sent as JSON strings",
+    "int_as_string": "integer argument values sent as strings",
+    "extra_call": "one more call than the model made (parallel_tool_calls=false ignored)",
+    "tool_calls_object": "non-stream tool_calls is an object, not a list",
+    "stream_no_index": "streamed tool-call deltas without index",
+    "stream_index_zero": "every streamed call uses index 0 (calls merged)",
+    "stream_no_id": "first delta of a streamed call has no id",
+    "stream_args_none": "streamed arguments null (name only)",
+    "stream_no_finish": "no finish_reason in any chunk",
+    "stream_diverge": "the stream carries other argument values than the non-stream answer",
+    "stream_drop_call": "the stream loses every call after the first",
+}
+
+
+@attrs.frozen
+class Reply:
+    """What the fake 'model' answers: calls (name, arguments) and/or text, plus faults to inject."""
+
+    calls: tuple[tuple[str, dict], ...] = ()
+    content: str | None = None
+    reasoning: str | None = None
+    faults: frozenset[str] = frozenset()
+
+    def __attrs_post_init__(self) -> None:
+        unknown = set(self.faults) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {sorted(FAULTS)}")
+
+
+Responder = Callable[[dict], Reply]
+
+
+def hermes_text(calls: tuple[tuple[str, dict], ...]) -> str:
+    return "\n".join(f'<tool_call>\n{json.dumps({"name": n, "arguments": a})}\n</tool_call>' for n, a in calls)
+
+
+def _bend_arguments(args: dict, faults: frozenset[str]) -> dict:
+    out = {}
+    for key, value in args.items():
+        if "double_encode" in faults and isinstance(value, (dict, list)):
+            value = json.dumps(value)
+        if "int_as_string" in faults and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        out[key] = value
+    return out
+
+
+def _tool_calls(reply: Reply, stream: bool) -> list[dict]:
+    faults = reply.faults
+    calls = list(reply.calls)
+    if "extra_call" in faults and calls:
+        calls.append(calls[-1])
+    if stream and "stream_drop_call" in faults:
+        calls = calls[:1]
+    out = []
+    for number, (name, args) in enumerate(calls):
+        args = _bend_arguments(args, faults)
+        if stream and "stream_diverge" in faults:
+            args = {k: (f"{v}-x" if isinstance(v, str) else v) for k, v in args.items()}
+        text = json.dumps(args, ensure_ascii="ascii_escape" in faults)
+        if "args_truncated" in faults:
+            text = text[:-1]
+        if "args_empty" in faults and not args:
+            text = ""
+        call: dict[str, Any] = {"id": f"call_{number}", "type": "function",
+                                "function": {"name": name, "arguments": args if "args_object" in faults else text}}
+        if "ids_duplicate" in faults:
+            call["id"] = "call_same"
+        if "ids_missing" in faults:
+            del call["id"]
+        out.append(call)
+    return out
+
+
+def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, list[dict], str]:
+    calls = _tool_calls(reply, stream)
+    content, reasoning = reply.content, reply.reasoning
+    if "unparsed" in reply.faults:
+        content, calls = hermes_text(reply.calls), []
+    if "call_in_reasoning" in reply.faults:
+        reasoning, calls = hermes_text(reply.calls), []
+    if "marker_residue" in reply.faults:
+        content = (content or "") + "</tool_call>"
+    finish = "tool_calls" if calls else "stop"
+    if "finish_stop" in reply.faults:
+        finish = "stop"
+    if "finish_tool_calls_no_call" in reply.faults:
+        finish = "tool_calls"
+    return content, reasoning, calls, finish
+
+
+def completion_body(reply: Reply) -> dict:
+    content, reasoning, calls, finish = _message_parts(reply, stream=False)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls[0] if "tool_calls_object" in reply.faults else calls
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+
+def _chunk(delta: dict, finish: str | None = None) -> dict:
+    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _call_deltas(number: int, call: dict, faults: frozenset[str]) -> list[dict]:
+    index = 0 if "stream_index_zero" in faults else number
+    first: dict[str, Any] = {"index": index, "id": call.get("id"), "type": "function",
+                             "function": {"name": call["function"]["name"], "arguments": ""}}
+    if "stream_no_id" in faults or "id" not in call:
+        first.pop("id")
+    arguments = call["function"]["arguments"]
+    if "stream_args_none" in faults:
+        pieces: list[Any] = [None]
+    elif isinstance(arguments, str):
+        pieces = [arguments[i:i + 7] for i in range(0, len(arguments), 7)] or [""]
+    else:
+        pieces = [arguments]
+    deltas = [first] + [{"index": index, "function": {"arguments": p}} for p in pieces]
+    if "stream_no_index" in faults:
+        for delta in deltas:
+            delta.pop("index")
+    return deltas
+
+
+def stream_chunks(reply: Reply) -> list[dict]:
+    content, reasoning, calls, finish = _message_parts(reply, stream=True)
+    chunks = [_chunk({"role": "assistant", "content": ""})]
+    if reasoning:
+        chunks.append(_chunk({"reasoning_content": reasoning}))
+    if content:
+        middle = len(content) // 2
+        chunks += [_chunk({"content": content[:middle]}), _chunk({"content": content[middle:]})]
+    for number, call in enumerate(calls):
+        chunks += [_chunk({"tool_calls": [delta]}) for delta in _call_deltas(number, call, reply.faults)]
+    chunks.append(_chunk({}, None if "stream_no_finish" in reply.faults else finish))
+    return chunks
+
+
+def _invalid_tool_choice(body: dict) -> bool:
+    choice = body.get("tool_choice")
+    if choice is None or choice in ("auto", "none", "required"):
+        return False
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        offered = {t.get("function", {}).get("name") for t in body.get("tools", [])}
+        return choice.get("function", {}).get("name") not in offered
+    return True
+
+
+class FakeServer:
+    """``with FakeServer(responder) as server:`` then point a client at ``server.base_url``."""
+
+    def __init__(self, responder: Responder, hang_s: float = 30.0):
+        self.responder = responder
+        self.hang_s = hang_s
+        self.requests: list[dict] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, body: dict) -> tuple[int, Any]:
+        """(status, body or list of chunks) for one request."""
+        self.requests.append(body)
+        reply = self.responder(body)
+        if "hang" in reply.faults:
+            time.sleep(self.hang_s)
+        if "http_500" in reply.faults:
+            return 500, {"error": {"message": "Internal server error: failed to parse tool call", "code": 500}}
+        if _invalid_tool_choice(body) and "accept_invalid" not in reply.faults:
+            return 400, {"error": {"message": f"invalid tool_choice {body.get('tool_choice')!r}", "code": 400}}
+        if "http_400" in reply.faults:
+            return 400, {"error": {"message": "unsupported request", "code": 400}}
+        return 200, stream_chunks(reply) if body.get("stream") else completion_body(reply)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, payload: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if self.path.endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake"}]}).encode(), "application/json")
+                else:
+                    self._send(200, b'{"status":"ok"}', "application/json")
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                status, answer = fake.answer(body)
+                if status == 200 and body.get("stream"):
+                    events = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in answer) + "data: [DONE]\n\n"
+                    self._send(200, events.encode(), "text/event-stream")
+                else:
+                    self._send(status, json.dumps(answer, ensure_ascii=False).encode(), "application/json")
+
+        return Handler

@@ -1,0 +1,15 @@
+"""Launchers start and stop a pair's server: ``process`` (a local binary) and ``external`` (a URL).
+
+Every launcher has the same small surface (``Launcher``); the pytest plugin picks one by name from
+``LAUNCHERS`` and never asks which it got.
+"""
+
+from __future__ import annotations
+
+from toolmatrix.launchers.base import Endpoint, LaunchError, Launcher
+from toolmatrix.launchers.external import ExternalLauncher
+from toolmatrix.launchers.process import ProcessLauncher
+
+LAUNCHERS: dict[str, type] = {"process": ProcessLauncher, "external": ExternalLauncher}
+
+__all__ = ["Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "ExternalLauncher", "ProcessLauncher"]

@@ -1,0 +1,42 @@
+"""An engine somebody else runs: reached by URL, never started or stopped here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolmatrix.launchers.base import Endpoint, LaunchError, http_get
+
+
+class ExternalLauncher:
+    kind = "external"
+
+    def __init__(self, base_url: str, served_model: str, engine_id: str = "external"):
+        self.base_url = base_url.rstrip("/")
+        self.served_model = served_model
+        self.engine_id = engine_id
+
+    def start(self) -> Endpoint:
+        # /models is the one endpoint every OpenAI-compatible server has; a 401 still proves it is there.
+        try:
+            status, _ = http_get(self.base_url + "/models")
+        except OSError as exc:
+            raise LaunchError(f"--base-url {self.base_url}: cannot connect ({exc})") from None
+        if status >= 500:
+            raise LaunchError(f"--base-url {self.base_url}: /models answered HTTP {status}")
+        return Endpoint(self.base_url, self.served_model)
+
+    def stop(self) -> None:
+        """Nothing to stop: the server is not ours."""
+
+    def alive(self) -> bool:
+        try:
+            return http_get(self.base_url + "/models")[0] < 500
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "(external server: no log)"
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.engine_id, "version": None, "launcher": self.kind, "flags": [], "base_url": self.base_url,
+                "image": None, "image_digest": None, "binary": None}

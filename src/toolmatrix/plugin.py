@@ -1,0 +1,312 @@
+"""The pytest plugin: options, one engine per run, results, and the summary table.
+
+``pytest`` alone tests the harness; ``pytest --engine=E --model=M`` (or ``--base-url=URL --model=M``) runs the
+compatibility suite instead. The controller (the only process without ``workerinput``) loads and validates
+the case library, starts the engine once, hands its URL to xdist workers through ``workerinput``, writes every
+record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tabulate import tabulate
+
+from toolmatrix.cases import Case, case_files, load_cases
+from toolmatrix.client import Target, make_client
+from toolmatrix.exchange import MODES
+from toolmatrix.formats import get_family
+from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, ProcessLauncher
+from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_engines, load_models
+from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
+from toolmatrix.runner import Profile, Runner
+from toolmatrix.specs import SpecErrors
+
+SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
+RECORD_KEY = "toolmatrix_record"
+state_key = pytest.StashKey["RunState"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("toolmatrix", "tool-calling compatibility suite")
+    group.addoption("--engine", metavar="ENGINE", help="engine spec id (engines/ENGINE.yaml), e.g. llamacpp")
+    group.addoption("--model", metavar="MODEL", help="model id from engines/models.yaml, or the served model name with --base-url")
+    group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
+    group.addoption("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key (the key is never written anywhere)")
+    group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
+    group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory (repeatable)")
+    group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
+    group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
+    group.addoption("--slots", metavar="N", type=int, default=2, help="parallel request slots the engine is started with (default 2)")
+    group.addoption("--request-timeout", metavar="S", type=float, default=180.0, help="seconds before a request counts as timed out")
+
+
+def target_requested(config: pytest.Config) -> bool:
+    return bool(config.getoption("--engine") or config.getoption("--base-url"))
+
+
+class RunState:
+    """Everything the suite needs in one process: the cases, the pair, and (controller only) the engine."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        opt = config.getoption
+        if not opt("--model"):
+            raise pytest.UsageError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
+        paths = [] if opt("--only-cases") else [data_root() / "cases"]
+        paths += [Path(p) for p in opt("--cases")]
+        try:
+            self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths)}
+            self.engine, self.model = self._pair(opt("--engine"), opt("--model"), opt("--base-url"))
+        except SpecErrors as exc:
+            raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
+        self.case_files = [str(p) for p in case_files(paths)]
+        self.family = get_family(self.model.family)
+        self.launcher: Any = None
+        self.writer: RecordWriter | None = None
+        self.endpoint: dict[str, str] | None = None
+        self.started = datetime.now(timezone.utc)
+        self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
+            f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z")
+        self.verdicts: list[tuple[str, str, str, str | None]] = []  # (category, mode, verdict, blame)
+
+    @property
+    def engine_id(self) -> str:
+        return self.engine.id if self.engine else "external"
+
+    def _pair(self, engine_id: str | None, model_id: str, base_url: str | None) -> tuple[EngineSpec | None, ModelSpec]:
+        models = load_models()
+        engines = load_engines()
+        engine = None
+        if engine_id:
+            if engine_id not in engines:
+                raise pytest.UsageError(f"--engine {engine_id!r}: unknown engine; known: {', '.join(sorted(engines))}")
+            engine = engines[engine_id]
+        if model_id in models:
+            return engine, models[model_id]
+        if base_url:  # any served model name works against a URL; its family is unknown -> hermes markers
+            return engine, ModelSpec(model_id, model_id, os.environ.get("TOOLMATRIX_FAMILY", "hermes"), model_id, {}, None, (), {})
+        raise pytest.UsageError(f"--model {model_id!r}: unknown model; known: {', '.join(sorted(models))}")
+
+    def make_launcher(self) -> Any:
+        opt = self.config.getoption
+        kind = opt("--launcher") or ("external" if opt("--base-url") else "process")
+        if kind == "external":
+            if not opt("--base-url"):
+                raise pytest.UsageError("--launcher=external needs --base-url")
+            return ExternalLauncher(opt("--base-url"), self.model.served_name, self.engine_id)
+        if self.engine is None:
+            raise pytest.UsageError(f"--launcher={kind} needs --engine")
+        return ProcessLauncher(self.engine, self.model, slots=opt("--slots"))
+
+    def runner(self) -> Runner:
+        assert self.endpoint is not None
+        target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
+                        self.config.getoption("--request-timeout"))
+        return Runner(make_client(target), target.model, self.family,
+                      Profile(self.model.prelude, self.model.request_defaults),
+                      self.engine.unsupported if self.engine else {}, self.run_id)
+
+    def run_info(self, finished: datetime | None, exit_status: str) -> dict:
+        describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,
+                                                                   "launcher": "external", "flags": []}
+        weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "pair": f"{self.model.id}@{self.engine_id}",
+            "engine": describe,
+            "model": {"id": self.model.id, "family": self.model.family, "served_name": self.model.served_name,
+                      "weights": weights.get("weights"), "weights_sha256": weights.get("weights_sha256"),
+                      "revision": None, "chat_template": str(self.model.chat_template) if self.model.chat_template else None},
+            "hardware": hardware(),
+            "started": self.started.isoformat(),
+            "finished": finished.isoformat() if finished else None,
+            "toolmatrix_version": _version(),
+            "command": sys.argv,
+            "cases": self.case_files,
+            "counts": dict(self.writer.counts) if self.writer else {},
+            "exit_status": exit_status,
+        }
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolmatrix")
+    except PackageNotFoundError:
+        return "0+checkout"
+
+
+def hardware() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (OSError, ValueError):
+        memory = 0.0
+    return {"cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1), "gpus": [],
+            "platform": platform.platform()}
+
+
+def is_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if not target_requested(config):
+        return
+    state = config.stash[state_key] = RunState(config)
+    if is_controller(config):
+        config.pluginmanager.register(Controller(state), "toolmatrix-controller")
+    else:
+        state.endpoint = config.workerinput["toolmatrix"]["endpoint"]
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(), "toolmatrix-xdist")
+        # Both modes of a case run on one worker, so the stream is compared with its own non-stream answer.
+        if getattr(config.option, "dist", "no") == "load":
+            config.option.dist = "loadgroup"
+    if config.args_source != pytest.Config.ArgsSource.ARGS or all(Path(a).is_dir() for a in config.args):
+        config.args = [str(SUITE)]
+
+
+class XdistHooks:
+    """Registered only when xdist is present: hand the running engine to every worker."""
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node: Any) -> None:
+        state: RunState = node.config.stash[state_key]
+        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint}
+
+
+class Controller:
+    """The controller's side of a run: start the engine once, write every record, stop the engine."""
+
+    def __init__(self, state: RunState):
+        self.state = state
+        self.exit_status = "complete"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # tryfirst: before xdist starts its workers (trylast), which need the URL in workerinput.
+        config, state = session.config, self.state
+        if config.getoption("collectonly"):
+            return
+        _stop_on_sigterm()
+        state.launcher = state.make_launcher()
+        started = time.monotonic()
+        try:
+            endpoint = state.launcher.start()
+        except LaunchError as exc:
+            raise pytest.UsageError(f"could not start {state.engine_id} with {state.model.id}: {exc}") from None
+        state.endpoint = {"base_url": endpoint.base_url, "model": endpoint.served_model}
+        config.get_terminal_writer().line(
+            f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
+            f"in {time.monotonic() - started:.1f}s")
+        if config.getoption("--results-dir"):
+            state.writer = RecordWriter(Path(config.getoption("--results-dir")))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The single writer: records reach the controller inside the call report, from any worker."""
+        record = dict(report.user_properties).get(RECORD_KEY) if report.when == "call" else None
+        if record is None:
+            return
+        self.state.verdicts.append((record["category"], record["mode"], record["verdict"], record["blame"]))
+        if self.state.writer is not None:
+            self.state.writer.write(record)
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.exit_status = "interrupted"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.finish()
+
+    def pytest_unconfigure(self) -> None:
+        self.finish()  # also reached when sessionstart failed half-way
+
+    def finish(self) -> None:
+        state = self.state
+        if state.launcher is not None and state.writer is not None:
+            info = state.run_info(datetime.now(timezone.utc), self.exit_status)
+            state.writer.close()
+            write_json_atomic(state.writer.directory / RUN, info)
+            state.writer = None
+        if state.launcher is not None:
+            state.launcher.stop()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.state.verdicts:
+            terminalreporter.write_sep("=", f"toolmatrix: {self.state.model.id}@{self.state.engine_id}")
+            terminalreporter.write_line(summary_table(self.state.verdicts))
+            if self.state.config.getoption("--results-dir"):
+                terminalreporter.write_line(f"results: {self.state.config.getoption('--results-dir')}")
+
+
+def summary_table(verdicts: list[tuple[str, str, str, str | None]]) -> str:
+    """Per category: pass counts per mode, then fail / unsupported / error and who was blamed."""
+    rows = []
+    by_category: dict[str, list] = defaultdict(list)
+    for row in verdicts:
+        by_category[row[0]].append(row)
+    for category in sorted(by_category) + ["TOTAL"]:
+        items = verdicts if category == "TOTAL" else by_category[category]
+        count = Counter((mode, verdict) for _, mode, verdict, _ in items)
+        blames = Counter(blame for _, _, verdict, blame in items if verdict != "pass" and blame)
+        total = len(items)
+        passed = count["nonstream", "pass"] + count["stream", "pass"]
+        rows.append([
+            category,
+            f"{count['nonstream', 'pass']}/{sum(v for (m, _), v in count.items() if m == 'nonstream')}",
+            f"{count['stream', 'pass']}/{sum(v for (m, _), v in count.items() if m == 'stream')}",
+            sum(v for (_, verdict), v in count.items() if verdict == "fail"),
+            sum(v for (_, verdict), v in count.items() if verdict == "unsupported"),
+            sum(v for (_, verdict), v in count.items() if verdict == "error"),
+            f"{100 * passed / total:.0f}%" if total else "-",
+            ", ".join(f"{b} {n}" for b, n in blames.most_common()),
+        ])
+    headers = ["category", "nonstream pass", "stream pass", "fail", "unsupported", "error", "pass rate", "blame"]
+    return tabulate(rows, headers=headers, tablefmt="github")
+
+
+def _stop_on_sigterm() -> None:
+    # SIGTERM takes the same orderly path as Ctrl-C: pytest unwinds, sessionfinish stops the engine.
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, handler)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state: RunState | None = metafunc.config.stash.get(state_key, None)
+    if state is None or "tm_case" not in metafunc.fixturenames:
+        return
+    params = [
+        pytest.param(case, mode, id=f"{case.id}-{mode}", marks=pytest.mark.xdist_group(case.id))
+        for case in state.cases.values()
+        for mode in MODES
+    ]
+    metafunc.parametrize(("tm_case", "tm_mode"), params)
+
+
+@pytest.fixture(scope="session")
+def toolmatrix_runner(pytestconfig: pytest.Config) -> Runner:
+    state: RunState = pytestconfig.stash[state_key]
+    if state.endpoint is None:
+        pytest.skip("no engine running")
+    return state.runner()
