@@ -26,7 +26,7 @@ class CallExpectation:
 
 @attrs.frozen
 class Expectation:
-    """What a correct answer looks like: some calls, no call, any call, or a 4xx rejection."""
+    """What a correct answer looks like: some calls, no call, any call, any well-formed answer, or a 4xx."""
 
     calls: tuple[CallExpectation, ...] = ()
     ordered: bool = False
@@ -34,6 +34,7 @@ class Expectation:
     no_call: bool = False
     any_call: bool = False
     reject: bool = False
+    completes: bool = False
     content_contains_any: tuple[str, ...] = ()
 
     @classmethod
@@ -45,6 +46,7 @@ class Expectation:
             no_call=data.get("no_call", False),
             any_call=data.get("any_call", False),
             reject=data.get("reject", False),
+            completes=data.get("completes", False),
             content_contains_any=tuple(data.get("content", {}).get("contains_any", ())),
         )
 
@@ -87,7 +89,8 @@ class Case:
         choice = self.tool_choice
         if choice in (None, "auto", "none", "required"):
             return choice or "auto"
-        if isinstance(choice, Mapping) and choice.get("type") == "function" and "name" in choice.get("function", {}):
+        function = choice.get("function") if isinstance(choice, Mapping) else None
+        if isinstance(function, Mapping) and choice.get("type") == "function" and function.get("name") in self.tool_names:
             return "named"
         return "invalid"
 

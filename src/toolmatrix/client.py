@@ -13,8 +13,12 @@ import time
 from typing import Any
 
 import attrs
-import httpx
 import openai
+
+try:  # the HTTP library under the openai client: httpx2 from openai 3, httpx before
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - depends on the installed openai
+    import httpx
 
 from toolmatrix.exchange import Exchange, Mode
 

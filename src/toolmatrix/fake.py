@@ -18,6 +18,7 @@ import attrs
 FAULTS = {
     "http_500": "answer HTTP 500 (crash on tools)",
     "http_400": "answer HTTP 400 to a valid request",
+    "template_error": "answer HTTP 500 from the chat template (cannot render the conversation)",
     "accept_invalid": "answer 200 to an invalid tool_choice instead of 4xx",
     "hang": "never answer in time (timeout)",
     "args_object": "arguments as a JSON object instead of a string",
@@ -210,6 +211,8 @@ class FakeServer:
             time.sleep(self.hang_s)
         if "http_500" in reply.faults:
             return 500, {"error": {"message": "Internal server error: failed to parse tool call", "code": 500}}
+        if "template_error" in reply.faults:
+            return 500, {"error": {"message": "TemplateError: This model only supports single tool-calls at once!"}}
         if _invalid_tool_choice(body) and "accept_invalid" not in reply.faults:
             return 400, {"error": {"message": f"invalid tool_choice {body.get('tool_choice')!r}", "code": 400}}
         if "http_400" in reply.faults:

@@ -1,0 +1,80 @@
+"""The ``toolmatrix`` command: thin wrappers over the library (each subcommand registered by its module)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolmatrix.specs import SpecErrors
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from toolmatrix.cases import load_cases
+
+    try:
+        cases = load_cases([Path(p) for p in args.paths])
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    categories = sorted({c.category for c in cases})
+    print(f"{len(cases)} cases in {len(categories)} categories: {', '.join(categories)}")
+    return 0
+
+
+def _cmd_check_results(args: argparse.Namespace) -> int:
+    from toolmatrix.results import validate_results
+
+    problems = [p for d in args.dirs for p in validate_results(Path(d))]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{len(args.dirs)} result dir(s): {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    from toolmatrix.launchers import LaunchError
+    from toolmatrix.launchers.process import find_binary, install_binary
+    from toolmatrix.registry import load_engines
+
+    engine = load_engines().get(args.engine)
+    if engine is None or not engine.process:
+        print(f"toolmatrix install: no process launcher for engine {args.engine!r}", file=sys.stderr)
+        return 2
+    try:
+        print(find_binary(engine) or install_binary(engine))
+    except LaunchError as exc:
+        print(f"toolmatrix install: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolmatrix", description="Tool-calling compatibility matrix.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    validate = sub.add_parser("validate", help="validate case files (default: the built-in library)")
+    validate.add_argument("paths", nargs="*", default=[])
+    validate.set_defaults(func=_cmd_validate)
+    check = sub.add_parser("check-results", help="validate results directories against their JSON Schemas")
+    check.add_argument("dirs", nargs="+")
+    check.set_defaults(func=_cmd_check_results)
+    install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
+    install.add_argument("engine")
+    install.set_defaults(func=_cmd_install)
+    from toolmatrix import gate, matrix
+    matrix.register(sub)
+    gate.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "validate" and not args.paths:
+        from toolmatrix.registry import data_root
+
+        args.paths = [str(data_root() / "cases")]
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Each engine fault class of reference/bugs.md, injected by the fake server, is caught by the right check.
+
+Every row runs twice: without the fault the case passes (so the check can pass), with it the named check is
+the first to fail, with the named blame and verdict (so the check can fail). Requests go through the real
+openai client over HTTP, exactly as against an engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.cases import load_cases
+from toolmatrix.client import Target, make_client
+from toolmatrix.fake import FAULTS, FakeServer, Reply
+from toolmatrix.formats import get_family
+from toolmatrix.runner import Runner
+
+CASES = {c.id.split(".", 1)[1]: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}
+PARIS = (("get_weather", {"city": "Paris"}),)
+
+# What a correct engine answers for each case (the fake "model" is always right unless a row says otherwise).
+CORRECT = {
+    "single": Reply(calls=PARIS),
+    "parallel": Reply(calls=PARIS + (("get_weather", {"city": "Tokyo"}),)),
+    "unicode": Reply(calls=(("get_weather", {"city": "Zürich"}),)),
+    "nested": Reply(calls=(("create_order", {"items": [{"sku": "A1", "quantity": 2}]}),)),
+    "integer": Reply(calls=(("set_count", {"count": 3}),)),
+    "no_params": Reply(calls=(("get_time", {}),)),
+    "choice_none": Reply(content="I will not call a tool."),
+    "choice_required": Reply(calls=PARIS),
+    "choice_named": Reply(calls=(("get_time", {}),)),
+    "choice_invalid": Reply(calls=PARIS),
+    "no_parallel": Reply(calls=PARIS),
+    "round_trip": Reply(calls=PARIS),
+    "irrelevant": Reply(content="Hello!"),
+}
+BOTH, STREAM, NONSTREAM = ("nonstream", "stream"), ("stream",), ("nonstream",)
+
+# (bugs.md class, fault, case, modes, first failing check, blame, verdict)
+ROWS = [
+    ("crash 500 on tools", "http_500", "single", BOTH, "http_status", "engine", "error"),
+    ("crash 500 on tools", "accept_invalid", "choice_invalid", BOTH, "http_status", "engine", "fail"),
+    ("crash 500 on tools", "http_400", "single", BOTH, "http_status", "engine", "fail"),
+    ("infra", "hang", "single", BOTH, "http_status", "infra", "error"),
+    ("multi-turn template", "template_error", "round_trip", BOTH, "followup.http_status", "template", "error"),
+    ("ids missing or not unique", "tool_calls_object", "single", NONSTREAM, "wire_shape", "engine", "fail"),
+    ("invalid JSON args", "args_object", "single", BOTH, "wire_shape", "engine", "fail"),
+    ("invalid JSON args", "args_truncated", "single", BOTH, "arguments_json", "engine", "fail"),
+    ("invalid JSON args", "int_as_string", "integer", BOTH, "arguments_schema", "engine", "fail"),
+    ("empty-arguments tool", "args_empty", "no_params", BOTH, "arguments_json", "engine", "fail"),
+    ("ids missing or not unique", "ids_missing", "single", NONSTREAM, "wire_shape", "engine", "fail"),
+    ("ids missing or not unique", "ids_missing", "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("ids missing or not unique", "ids_duplicate", "parallel", BOTH, "call_ids", "engine", "fail"),
+    ("wrong finish_reason", "finish_stop", "single", BOTH, "finish_reason", "engine", "fail"),
+    ("wrong finish_reason", "finish_tool_calls_no_call", "irrelevant", BOTH, "finish_reason", "engine", "fail"),
+    ("wrong finish_reason", "stream_no_finish", "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("markers leaked into content", "marker_residue", "single", BOTH, "no_marker_leak", "engine", "fail"),
+    ("markers leaked into content", "unparsed", "single", BOTH, "no_unparsed_call", "engine", "fail"),
+    ("reasoning + tool call", "call_in_reasoning", "single", BOTH, "no_unparsed_call", "engine", "fail"),
+    ("unicode or escaping broken", "ascii_escape", "unicode", BOTH, "ascii_escaping", "engine", "fail"),
+    ("nested or array args broken", "double_encode", "nested", BOTH, "arguments_schema", "engine", "fail"),
+    ("parallel calls lost or merged", "stream_index_zero", "parallel", STREAM, "stream_deltas", "engine", "fail"),
+    ("parallel calls lost or merged", "stream_drop_call", "parallel", STREAM, "stream_consistency", "engine", "fail"),
+    ("parallel calls lost or merged", "extra_call", "no_parallel", BOTH, "parallel_tool_calls", "engine", "fail"),
+    ("streaming differs", "stream_diverge", "single", STREAM, "stream_consistency", "engine", "fail"),
+    ("streaming differs", "stream_no_index", "single", STREAM, "wire_shape", "engine", "fail"),
+    ("streaming differs", "stream_no_id", "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("args dropped", "stream_args_none", "single", STREAM, "arguments_json", "engine", "fail"),
+]
+
+
+class Scripted:
+    """Answers the case's correct reply, with the row's faults; a tool result gets a text answer."""
+
+    def __init__(self) -> None:
+        self.reply = Reply()
+        self.followup = Reply(content="It is 21 °C in Paris.")
+
+    def __call__(self, body: dict) -> Reply:
+        return self.followup if body["messages"][-1]["role"] == "tool" else self.reply
+
+
+@pytest.fixture(scope="module")
+def server():
+    script = Scripted()
+    with FakeServer(script, hang_s=1.5) as fake:
+        fake.script = script
+        yield fake
+
+
+def run_case(server, case_name: str, mode: str, reply: Reply, followup_faults=frozenset(), unsupported=None):
+    server.script.reply = reply
+    server.script.followup = Reply(content="It is 21 °C in Paris.", faults=followup_faults)
+    runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75)), "fake", get_family("hermes"),
+                    unsupported=unsupported or {})
+    return runner.run(CASES[case_name], mode)
+
+
+def first_failure(record: dict) -> dict | None:
+    checks = record["checks"] + record.get("followup", {}).get("checks", [])
+    return next((c for c in checks if c["status"] == "fail"), None)
+
+
+def test_every_fault_is_exercised():
+    assert {row[1] for row in ROWS} == set(FAULTS)
+
+
+@pytest.mark.parametrize("case_name", sorted(CORRECT))
+@pytest.mark.parametrize("mode", BOTH)
+def test_correct_engine_passes(server, case_name, mode):
+    verdict, record = run_case(server, case_name, mode, CORRECT[case_name])
+    assert verdict.verdict == "pass", first_failure(record)
+
+
+@pytest.mark.parametrize(
+    ("fault", "case_name", "mode", "check", "blame", "expected"),
+    [pytest.param(*row[1:3], mode, *row[4:], id=f"{row[1]}-{mode}") for row in ROWS for mode in row[3]],
+)
+def test_fault_is_caught(server, fault, case_name, mode, check, blame, expected):
+    correct = CORRECT[case_name]
+    faults = frozenset({fault})
+    if check.startswith("followup."):
+        verdict, record = run_case(server, case_name, mode, correct, followup_faults=faults)
+    else:
+        verdict, record = run_case(server, case_name, mode, Reply(correct.calls, correct.content, faults=faults))
+    failed = first_failure(record)
+    assert failed is not None and (failed["name"], failed["blame"]) == (check, blame), record["checks"]
+    assert (verdict.verdict, verdict.blame) == (expected, blame)
+    assert record["request"]["messages"][-1]["content"] == CASES[case_name].messages[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("case_name", "reply", "check", "blame"),
+    [
+        ("choice_none", Reply(calls=PARIS), "tool_choice", "engine"),
+        ("choice_required", Reply(content="Hi!"), "tool_choice", "engine"),
+        ("choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
+        ("single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
+        ("single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
+        ("irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
+        ("parallel", Reply(calls=PARIS), "expected_calls", "model"),
+    ],
+    ids=["none-ignored", "required-ignored", "named-ignored", "wrong-value", "unknown-tool", "needless-call", "lost-call"],
+)
+@pytest.mark.parametrize("mode", BOTH)
+def test_wrong_behaviour_is_blamed(server, case_name, reply, check, blame, mode):
+    verdict, record = run_case(server, case_name, mode, reply)
+    failed = first_failure(record)
+    assert (failed["name"], failed["blame"], verdict.verdict) == (check, blame, "fail")
+
+
+def test_declared_gap_is_unsupported_not_hidden(server):
+    verdict, record = run_case(server, "choice_named", "nonstream", Reply(calls=PARIS),
+                               unsupported={"tool_choice.named": "named tool_choice becomes auto"})
+    assert verdict.verdict == "unsupported"
+    assert "named tool_choice becomes auto" in verdict.reason and "tool_choice" in verdict.reason
+
+
+def test_round_trip_sends_the_engines_own_ids_back(server):
+    verdict, record = run_case(server, "round_trip", "nonstream", CORRECT["round_trip"])
+    second = record["followup"]["request"]["messages"]
+    assert verdict.verdict == "pass"
+    assert second[-2]["tool_calls"][0]["id"] == second[-1]["tool_call_id"] == "call_0"
