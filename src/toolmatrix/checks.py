@@ -267,7 +267,7 @@ def check_finish_reason(ev: Evidence) -> tuple:
     reason = message.finish_reason
     if message.tool_calls:
         # 'length' is the truth when max_tokens cut the answer; OpenAI answers 'stop' for a named tool_choice.
-        allowed = {"tool_calls", "length"} | ({"stop"} if ev.case.tool_choice_kind == "named" else set())
+        allowed = ("tool_calls", "length") + (("stop",) if ev.case.tool_choice_kind == "named" else ())
         if reason not in allowed:
             return _fail(ENGINE, f"finish_reason {reason!r} with {len(message.tool_calls)} call(s), expected 'tool_calls'")
         return _pass(reason)

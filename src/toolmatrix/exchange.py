@@ -123,8 +123,10 @@ class _CallBuilder:
         self.id = self.id or delta.get("id")
         self.type = self.type or delta.get("type")
         function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
-        if function.get("name"):
-            self.name = (self.name or "") + function["name"] if self.name != function["name"] else self.name
+        name = function.get("name")
+        if name and name != self.name:
+            # A name split over deltas is joined; a name of the wrong type is kept as sent, for the checks to see.
+            self.name = self.name + name if isinstance(self.name, str) and isinstance(name, str) else name
         fragment = function.get("arguments")
         if isinstance(fragment, str):
             self.arguments = (self.arguments or "") + fragment

@@ -23,6 +23,7 @@ FAULTS = {
     "hang": "never answer in time (timeout)",
     "args_object": "arguments as a JSON object instead of a string",
     "args_truncated": "arguments lose their closing brace (invalid JSON)",
+    "length_cut": "max_tokens cut the last call: truncated arguments, honestly reported as finish_reason 'length'",
     "args_empty": "arguments '' for a parameterless call",
     "ids_missing": "tool calls without id",
     "ids_duplicate": "every tool call gets the same id",
@@ -92,7 +93,7 @@ def _tool_calls(reply: Reply, stream: bool) -> list[dict]:
         if stream and "stream_diverge" in faults:
             args = {k: (f"{v}-x" if isinstance(v, str) else v) for k, v in args.items()}
         text = json.dumps(args, ensure_ascii="ascii_escape" in faults)
-        if "args_truncated" in faults:
+        if "args_truncated" in faults or ("length_cut" in faults and number == len(calls) - 1):
             text = text[:-1]
         if "args_empty" in faults and not args:
             text = ""
@@ -120,6 +121,8 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
         finish = "stop"
     if "finish_tool_calls_no_call" in reply.faults:
         finish = "tool_calls"
+    if "length_cut" in reply.faults:
+        finish = "length"
     return content, reasoning, calls, finish
 
 
@@ -190,6 +193,7 @@ class FakeServer:
         self.responder = responder
         self.hang_s = hang_s
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
@@ -243,6 +247,7 @@ class FakeServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                fake.authorizations.append(self.headers.get("Authorization"))
                 status, answer = fake.answer(body)
                 if status == 200 and body.get("stream"):
                     events = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in answer) + "data: [DONE]\n\n"

@@ -48,6 +48,7 @@ ROWS = [
     ("ids missing or not unique", "tool_calls_object", "single", NONSTREAM, "wire_shape", "engine", "fail"),
     ("invalid JSON args", "args_object", "single", BOTH, "wire_shape", "engine", "fail"),
     ("invalid JSON args", "args_truncated", "single", BOTH, "arguments_json", "engine", "fail"),
+    ("model did not stop (not an engine bug)", "length_cut", "single", BOTH, "arguments_json", "model", "fail"),
     ("invalid JSON args", "int_as_string", "integer", BOTH, "arguments_schema", "engine", "fail"),
     ("empty-arguments tool", "args_empty", "no_params", BOTH, "arguments_json", "engine", "fail"),
     ("ids missing or not unique", "ids_missing", "single", NONSTREAM, "wire_shape", "engine", "fail"),

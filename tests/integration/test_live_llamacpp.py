@@ -1,0 +1,108 @@
+"""End to end against the real embedded default: llama.cpp's llama-server on CPU with Gemma 3 270M.
+
+These start the real engine through the plugin, exactly as a user does (``pytest --engine --model``), in a
+subprocess so that xdist, signals and exit codes are the real ones. The first run builds llama-server if the
+cache has none (minutes, once).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.results import read_records, validate_results
+
+pytestmark = pytest.mark.live
+ROOT = Path(__file__).parents[2]
+# A slice of the library that touches every check and both modes, small enough for CI on 2 cores.
+SUBSET = "single or tool_choice or unicode or no_params"
+
+
+def pytest_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+            str(ROOT / "pyproject.toml"), "--engine=llamacpp", "--model=gemma3-270m", *args]
+
+
+def llama_servers() -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "llama-server"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("live")
+    proc = subprocess.run(pytest_cmd("-n", "2", "-k", SUBSET, "--results-dir", str(results)),
+                          cwd=tmp_path_factory.getbasetemp(), capture_output=True, text=True, timeout=3000)
+    return proc, results
+
+
+def test_live_run_completes_with_valid_results(live_run):
+    proc, results = live_run
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: some cases failed
+    assert validate_results(results) == []
+    records = list(read_records(results))
+    collected = int(re.search(r"(\d+) (?:passed|failed|xfailed)", proc.stdout.splitlines()[-1]).group(1))
+    assert collected > 0
+    modes = {(r["case_id"], r["mode"]) for r in records}
+    assert len(modes) == len(records) >= 60, "one record per case x mode, none lost or doubled"
+    assert {m for _, m in modes} == {"nonstream", "stream"}
+    assert all(r["verdict"] in ("pass", "fail", "unsupported", "error") for r in records)
+    # Every record carries the exact request and the raw answer.
+    stream = next(r for r in records if r["mode"] == "stream" and r["status"] == 200)
+    assert stream["request"]["stream"] is True and stream["chunks"]
+    run = json.loads((results / "run.json").read_text())
+    assert run["engine"]["launcher"] == "process" and "--jinja" in run["engine"]["flags"]
+    assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    assert sum(run["counts"].values()) == len(records)
+
+
+def test_engine_started_once_under_xdist(live_run):
+    proc, _ = live_run
+    assert len(re.findall(r"toolmatrix: gemma3-270m@llamacpp ready at", proc.stdout)) == 1
+    assert "created: 2/2 workers" in proc.stdout
+
+
+def test_summary_table_per_category(live_run):
+    proc, _ = live_run
+    table = proc.stdout[proc.stdout.index("toolmatrix: gemma3-270m@llamacpp ="):] if "gemma3-270m@llamacpp =" in proc.stdout else proc.stdout
+    for category in ("single", "tool_choice", "unicode", "no_params", "TOTAL"):
+        assert re.search(rf"^\| {category}\s+\|", table, re.M), table[-2500:]
+
+
+def test_no_engine_left_after_the_run(live_run):
+    assert llama_servers() == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
+    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", "many_tools"), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600
+    for line in proc.stdout:
+        if "ready at" in line or time.monotonic() > deadline:
+            break
+    assert llama_servers(), "the engine should be running now"
+    time.sleep(2)  # let requests be in flight
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert llama_servers() == [], out[-2000:]
+
+
+def test_malformed_case_file_stops_before_any_request(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema_version: 1\ncategory: mine\ncases:\n  - id: mine.one\n    messages: [{role: user, content: hi}]\n"
+                   "    expect: {calls: [{name: nope}]}\n")
+    proc = subprocess.run(pytest_cmd("--cases", str(bad)), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4  # pytest's usage error
+    line = next(l for l in proc.stderr.splitlines() if "bad.yaml" in l)
+    assert "mine.one" in line and "$.cases[0].expect.calls[0].name" in line and "not an offered tool" in line
+    assert "ready at" not in proc.stdout and llama_servers() == []

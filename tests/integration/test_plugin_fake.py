@@ -1,0 +1,98 @@
+"""The plugin end to end against the fake server: records, schemas, xdist, secrets, summary.
+
+The fake server makes these fast and deterministic; the real engine is exercised in test_live_llamacpp.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.cases import load_cases
+from toolmatrix.fake import FakeServer, Reply
+from toolmatrix.registry import data_root
+from toolmatrix.results import read_records, validate_results
+
+ROOT = Path(__file__).parents[2]
+LIBRARY = load_cases([data_root() / "cases"])
+
+
+def first_tool(body: dict) -> Reply:
+    tools = body.get("tools") or []
+    return Reply(calls=((tools[0]["function"]["name"], {}),)) if tools else Reply(content="Hello!")
+
+
+def run_pytest(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeServer(first_tool) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def xdist_run(fake, tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    env = {**__import__("os").environ, "TM_SECRET_KEY": "sk-very-secret-123"}
+    proc = run_pytest(tmp_path_factory.getbasetemp(), "-n", "2", "--base-url", fake.base_url, "--model", "fake",
+                      "--api-key-env", "TM_SECRET_KEY", "--results-dir", str(results), env=env)
+    return proc, results
+
+
+def test_every_case_and_mode_recorded_once(xdist_run):
+    proc, results = xdist_run
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]  # the fake answers wrong on purpose
+    records = list(read_records(results))
+    keys = [(r["case_id"], r["mode"]) for r in records]
+    assert len(keys) == len(set(keys)) == 2 * len(LIBRARY)
+    assert not (results / "results.jsonl.partial").exists()
+
+
+def test_results_validate_against_their_schemas(xdist_run):
+    _, results = xdist_run
+    assert validate_results(results) == []
+    run = json.loads((results / "run.json").read_text())
+    assert run["engine"]["launcher"] == "external" and run["exit_status"] == "complete"
+    assert sum(run["counts"].values()) == 2 * len(LIBRARY)
+
+
+def test_api_key_is_sent_but_never_written(fake, xdist_run):
+    _, results = xdist_run
+    assert "Bearer sk-very-secret-123" in fake.authorizations
+    for path in results.iterdir():
+        assert "sk-very-secret-123" not in path.read_text()
+
+
+def test_request_recorded_exactly_as_sent(fake, xdist_run):
+    _, results = xdist_run
+    sent = {json.dumps(b, sort_keys=True) for b in fake.requests}
+    for record in read_records(results):
+        assert json.dumps(record["request"], sort_keys=True) in sent
+
+
+def test_summary_table_lists_every_category(xdist_run):
+    proc, _ = xdist_run
+    for category in {c.category for c in LIBRARY} | {"TOTAL"}:
+        assert f"| {category} " in proc.stdout
+
+
+def test_plain_pytest_does_not_collect_the_suite(tmp_path):
+    proc = run_pytest(ROOT, "--collect-only", "-q", "tests/unit/test_cases.py")
+    assert "test_toolcalling" not in proc.stdout and proc.returncode == 0
+
+
+def test_unknown_model_is_a_usage_error(tmp_path):
+    proc = run_pytest(tmp_path, "--engine", "llamacpp", "--model", "no-such-model")
+    assert proc.returncode == 4 and "--model 'no-such-model': unknown model" in proc.stderr
+
+
+def test_unreachable_base_url_is_a_clear_error(tmp_path):
+    proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "x")
+    assert proc.returncode == 4 and "cannot connect" in proc.stderr

@@ -1,0 +1,120 @@
+"""The case library loads, and a malformed case file is reported with file, line, case id and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.cases import load_cases
+from toolmatrix.registry import data_root
+from toolmatrix.specs import SpecErrors
+
+GOOD_TOOL = """
+tools:
+  get_weather:
+    type: function
+    function: {name: get_weather, parameters: {type: object, properties: {city: {type: string}}}}
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def errors_of(*paths: Path) -> list[str]:
+    with pytest.raises(SpecErrors) as info:
+        load_cases(list(paths))
+    return [str(e) for e in info.value.errors]
+
+
+def test_library_is_large_and_varied():
+    cases = load_cases([data_root() / "cases"])
+    categories = {c.category for c in cases}
+    assert len(cases) >= 60 and len(categories) >= 10
+    assert len({c.id for c in cases}) == len(cases)
+    assert {"single", "choose", "parallel", "irrelevance", "tool_choice", "multi_turn", "nested", "types",
+            "unicode", "no_params", "many_tools"} <= categories
+    assert any(len(c.tools) >= 30 for c in cases)
+    kinds = {c.tool_choice_kind for c in cases}
+    assert {"auto", "none", "required", "named", "invalid"} <= kinds
+    assert any(c.expect.reject for c in cases) and any(c.followup for c in cases)
+
+
+def test_unknown_field_names_file_line_case_and_field(tmp_path):
+    path = write(tmp_path, "mine.yaml", "schema_version: 1\ncategory: mine\n" + GOOD_TOOL + """cases:
+  - id: mine.one
+    tools: [get_weather]
+    messages: [{role: user, content: hi}]
+    expect: {no_call: true, colour: red}
+""")
+    (line,) = errors_of(path)
+    assert line.startswith(f"{path}:12: mine.one: $.cases[0].expect")
+    assert "colour" in line
+
+
+def test_expectation_naming_a_tool_not_offered(tmp_path):
+    path = write(tmp_path, "mine.yaml", "schema_version: 1\ncategory: mine\n" + GOOD_TOOL + """cases:
+  - id: mine.one
+    tools: [get_weather]
+    messages: [{role: user, content: hi}]
+    expect: {calls: [{name: get_wether}]}
+""")
+    (line,) = errors_of(path)
+    assert line == f"{path}:12: mine.one: $.cases[0].expect.calls[0].name: 'get_wether' is not an offered tool"
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    one = write(tmp_path, "a.yaml", "schema_version: 1\ncategory: a\ncases:\n  - id: a.x\n    messages: []\n    expect: {no_call: true}\n")
+    two = write(tmp_path, "b.yaml", "schema_version: 1\ncategory: b\ncases:\n  - id: b.y\n    tools: [nowhere.tool]\n"
+                                    "    messages: [{role: user, content: hi}]\n    expect: {no_call: true}\n")
+    lines = errors_of(one, two)
+    assert any("a.yaml:5: a.x: $.cases[0].messages" in l for l in lines)
+    assert any("b.yaml:5: b.y: $.cases[0].tools[0]: unknown tool 'nowhere.tool'" in l for l in lines)
+
+
+def test_duplicate_ids_and_wrong_category_prefix(tmp_path):
+    text = "schema_version: 1\ncategory: a\ncases:\n" + "".join(
+        f"  - id: {cid}\n    messages: [{{role: user, content: hi}}]\n    expect: {{no_call: true}}\n" for cid in ("a.x", "a.x", "b.z"))
+    lines = errors_of(write(tmp_path, "a.yaml", text))
+    assert any("a.x: $.cases[1].id: duplicate case id" in l for l in lines)
+    assert any("b.z: $.cases[2].id: id must start with the file's category 'a'" in l for l in lines)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    (line,) = errors_of(write(tmp_path, "broken.yaml", "schema_version: 1\ncategory: [unclosed\n"))
+    assert "broken.yaml:" in line and "invalid YAML" in line
+
+
+def test_missing_file(tmp_path):
+    (line,) = errors_of(tmp_path / "nope.yaml")
+    assert "nope.yaml" in line and "no such file" in line
+
+
+def test_tool_choice_kinds_and_features(tmp_path):
+    path = write(tmp_path, "k.yaml", "schema_version: 1\ncategory: k\n" + GOOD_TOOL + """cases:
+  - id: k.named
+    tools: [get_weather]
+    tool_choice: {function: get_weather}
+    messages: [{role: user, content: hi}]
+    expect: {calls: [{name: get_weather}, {name: get_weather}]}
+  - id: k.not_offered
+    tools: [get_weather]
+    tool_choice: {type: function, function: {name: other}}
+    messages: [{role: user, content: hi}]
+    expect: {reject: true}
+  - id: k.number
+    tools: [get_weather]
+    tool_choice: 42
+    options: {parallel_tool_calls: false}
+    messages: [{role: user, content: hi}]
+    expect: {reject: true}
+""")
+    named, not_offered, number = load_cases([path])
+    assert named.tool_choice == {"type": "function", "function": {"name": "get_weather"}}
+    assert named.features == {"tool_choice.named", "parallel_calls"}
+    assert not_offered.tool_choice_kind == number.tool_choice_kind == "invalid"
+    assert number.features == {"tool_choice.invalid", "parallel_tool_calls.false"}
+    assert named.options["temperature"] == 0
