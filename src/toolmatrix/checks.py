@@ -250,9 +250,10 @@ def check_ascii_escaping(ev: Evidence) -> tuple:
         return _skip("no call")
     for call in calls:
         if isinstance(call.arguments, str):
-            for match in re.finditer(r"\\u([0-9a-fA-F]{4})", call.arguments):
+            # An escape, not an escaped backslash followed by 'u' (a user may send the text "\u00e9").
+            for match in re.finditer(r"(?<!\\)(?:\\\\)*\\u([0-9a-fA-F]{4})", call.arguments):
                 if int(match.group(1), 16) >= 0x80:
-                    return _fail(ENGINE, f"{call.name}: non-ASCII escaped as {match.group(0)} in {_short(call.arguments)}")
+                    return _fail(ENGINE, f"{call.name}: non-ASCII escaped as \\u{match.group(1)} in {_short(call.arguments)}")
     return _pass()
 
 

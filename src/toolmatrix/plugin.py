@@ -175,6 +175,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Controller(state), "toolmatrix-controller")
     else:
         state.endpoint = config.workerinput["toolmatrix"]["endpoint"]
+        # Workers parse the command line anew: tell them the controller chose loadgroup (xdist reads this flag).
+        config.option.loadgroup = config.workerinput["toolmatrix"]["loadgroup"]
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "toolmatrix-xdist")
         # Both modes of a case run on one worker, so the stream is compared with its own non-stream answer.
@@ -190,7 +192,8 @@ class XdistHooks:
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         state: RunState = node.config.stash[state_key]
-        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint}
+        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint,
+                                          "loadgroup": node.config.option.dist == "loadgroup"}
 
 
 class Controller:

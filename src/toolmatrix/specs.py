@@ -84,8 +84,13 @@ def read_yaml(path: Path) -> YamlDoc:
     """Parse one YAML file; a syntax error becomes a SpecErrors naming file and line."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        # One parse gives both the nodes (for line numbers) and the data; the C parser when it is built.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except OSError as exc:
         raise SpecErrors([SpecError(str(path), None, "", "$", f"cannot read: {exc.strerror}")]) from None
     except yaml.YAMLError as exc:

@@ -20,7 +20,7 @@ import pytest
 
 from toolmatrix.results import read_records, validate_results
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 ROOT = Path(__file__).parents[2]
 # A slice of the library that touches every check and both modes, small enough for CI on 2 cores.
 SUBSET = "single or tool_choice or unicode or no_params"

@@ -17,6 +17,7 @@ from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records, validate_results
 
+pytestmark = pytest.mark.xdist_group("plugin-fake")  # one module-scoped run, shared by these tests
 ROOT = Path(__file__).parents[2]
 LIBRARY = load_cases([data_root() / "cases"])
 
@@ -53,6 +54,12 @@ def test_every_case_and_mode_recorded_once(xdist_run):
     keys = [(r["case_id"], r["mode"]) for r in records]
     assert len(keys) == len(set(keys)) == 2 * len(LIBRARY)
     assert not (results / "results.jsonl.partial").exists()
+
+
+def test_stream_compared_with_its_own_nonstream_answer(fake, xdist_run):
+    """Both modes of a case share a worker, so no case is sent non-streamed twice."""
+    streamed = [b for b in fake.requests if b.get("stream")]
+    assert len(streamed) == len(fake.requests) - len(streamed)
 
 
 def test_results_validate_against_their_schemas(xdist_run):

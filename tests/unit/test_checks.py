@@ -83,3 +83,21 @@ def test_no_engine_output_crashes_a_check(body, chunks, status, case_id):
         assert [r.name for r in results] == [name for name, _ in CHECKS]
         assert all(r.status in ("pass", "fail", "skip") for r in results)
         json.dumps([r.to_dict() for r in results])
+
+
+def _call_body(arguments: str) -> dict:
+    return {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+        "finish_reason": "tool_calls"}]}
+
+
+def test_ascii_escape_is_told_from_an_escaped_backslash():
+    case = CASES["faults.unicode"]
+
+    def status(arguments: str) -> str:
+        results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, _call_body(arguments)), HERMES, case.expect))
+        return next(r.status for r in results if r.name == "ascii_escaping")
+
+    assert status(json.dumps({"city": "Zürich"}, ensure_ascii=True)) == "fail"
+    assert status(json.dumps({"city": "Zürich"}, ensure_ascii=False)) == "pass"
+    assert status(json.dumps({"city": "literal \\u00fc text"}, ensure_ascii=False)) == "pass"
