@@ -9,17 +9,14 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM.
 from __future__ import annotations
 
 import os
-import platform
 import signal
 import sys
 import time
-from collections import Counter, defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tabulate import tabulate
 
 from toolmatrix.cases import Case, case_files, load_cases
 from toolmatrix.client import Target, make_client
@@ -28,7 +25,9 @@ from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, ProcessLauncher
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_engines, load_models
 from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
+from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import Profile, Runner
+from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
@@ -131,35 +130,12 @@ class RunState:
             "hardware": hardware(),
             "started": self.started.isoformat(),
             "finished": finished.isoformat() if finished else None,
-            "toolmatrix_version": _version(),
+            "toolmatrix_version": toolmatrix_version(),
             "command": sys.argv,
             "cases": self.case_files,
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
         }
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolmatrix")
-    except PackageNotFoundError:
-        return "0+checkout"
-
-
-def hardware() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (OSError, ValueError):
-        memory = 0.0
-    return {"cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1), "gpus": [],
-            "platform": platform.platform()}
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -232,11 +208,10 @@ class Controller:
         if self.state.writer is not None:
             self.state.writer.write(record)
 
-    def pytest_keyboard_interrupt(self) -> None:
-        self.exit_status = "interrupted"
-
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C or SIGTERM (xdist swallows the interrupt hook)
+            self.exit_status = "interrupted"
         self.finish()
 
     def pytest_unconfigure(self) -> None:
@@ -258,32 +233,6 @@ class Controller:
             terminalreporter.write_line(summary_table(self.state.verdicts))
             if self.state.config.getoption("--results-dir"):
                 terminalreporter.write_line(f"results: {self.state.config.getoption('--results-dir')}")
-
-
-def summary_table(verdicts: list[tuple[str, str, str, str | None]]) -> str:
-    """Per category: pass counts per mode, then fail / unsupported / error and who was blamed."""
-    rows = []
-    by_category: dict[str, list] = defaultdict(list)
-    for row in verdicts:
-        by_category[row[0]].append(row)
-    for category in sorted(by_category) + ["TOTAL"]:
-        items = verdicts if category == "TOTAL" else by_category[category]
-        count = Counter((mode, verdict) for _, mode, verdict, _ in items)
-        blames = Counter(blame for _, _, verdict, blame in items if verdict != "pass" and blame)
-        total = len(items)
-        passed = count["nonstream", "pass"] + count["stream", "pass"]
-        rows.append([
-            category,
-            f"{count['nonstream', 'pass']}/{sum(v for (m, _), v in count.items() if m == 'nonstream')}",
-            f"{count['stream', 'pass']}/{sum(v for (m, _), v in count.items() if m == 'stream')}",
-            sum(v for (_, verdict), v in count.items() if verdict == "fail"),
-            sum(v for (_, verdict), v in count.items() if verdict == "unsupported"),
-            sum(v for (_, verdict), v in count.items() if verdict == "error"),
-            f"{100 * passed / total:.0f}%" if total else "-",
-            ", ".join(f"{b} {n}" for b, n in blames.most_common()),
-        ])
-    headers = ["category", "nonstream pass", "stream pass", "fail", "unsupported", "error", "pass rate", "blame"]
-    return tabulate(rows, headers=headers, tablefmt="github")
 
 
 def _stop_on_sigterm() -> None:

@@ -83,8 +83,8 @@ def test_no_engine_left_after_the_run(live_run):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
-    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", "many_tools"), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", "many_tools", "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600
     for line in proc.stdout:
         if "ready at" in line or time.monotonic() > deadline:
@@ -95,6 +95,8 @@ def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert llama_servers() == [], out[-2000:]
+    run = json.loads((tmp_path / "r" / "run.json").read_text())  # what was done is kept, and says it was cut
+    assert run["exit_status"] == "interrupted" and validate_results(tmp_path / "r") == []
 
 
 def test_malformed_case_file_stops_before_any_request(tmp_path):
