@@ -45,6 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory (repeatable)")
     group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
+    group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
     group.addoption("--slots", metavar="N", type=int, default=2, help="parallel request slots the engine is started with (default 2)")
     group.addoption("--request-timeout", metavar="S", type=float, default=180.0, help="seconds before a request counts as timed out")
 
@@ -178,6 +179,7 @@ class Controller:
     def __init__(self, state: RunState):
         self.state = state
         self.exit_status = "complete"
+        self.page: Path | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -219,20 +221,39 @@ class Controller:
 
     def finish(self) -> None:
         state = self.state
-        if state.launcher is not None and state.writer is not None:
-            info = state.run_info(datetime.now(timezone.utc), self.exit_status)
-            state.writer.close()
-            write_json_atomic(state.writer.directory / RUN, info)
-            state.writer = None
+        info = state.run_info(datetime.now(timezone.utc), self.exit_status) if state.writer else None
         if state.launcher is not None:
             state.launcher.stop()
+        if state.writer is not None and info is not None:
+            state.writer.close()
+            write_json_atomic(state.writer.directory / RUN, info)
+            self.page = self.build_page(state.writer.directory)
+            state.writer = None
+
+    def build_page(self, directory: Path) -> Path | None:
+        """The matrix page of this run, beside its results (a page problem never hides the results)."""
+        if self.state.config.getoption("--no-matrix"):
+            return None
+        from toolmatrix.matrix import build_matrix
+
+        try:
+            build_matrix([directory], directory / "matrix")
+        except Exception as exc:  # noqa: BLE001 - the run's results are already safe on disk
+            self.state.config.get_terminal_writer().line(f"toolmatrix: matrix page not built: {exc}", red=True)
+            return None
+        return directory / "matrix" / "index.html"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.state.verdicts:
-            terminalreporter.write_sep("=", f"toolmatrix: {self.state.model.id}@{self.state.engine_id}")
-            terminalreporter.write_line(summary_table(self.state.verdicts))
-            if self.state.config.getoption("--results-dir"):
-                terminalreporter.write_line(f"results: {self.state.config.getoption('--results-dir')}")
+        state = self.state
+        if not state.verdicts:
+            return
+        terminalreporter.write_sep("=", f"toolmatrix: {state.model.id}@{state.engine_id}")
+        terminalreporter.write_line(summary_table(state.verdicts))
+        results = state.config.getoption("--results-dir")
+        if results:
+            terminalreporter.write_line(f"results: {Path(results) / 'results.jsonl'} and {Path(results) / RUN}")
+        if self.page:
+            terminalreporter.write_line(f"matrix page: {self.page}  (merge runs: toolmatrix matrix build DIR... -o OUT)")
 
 
 def _stop_on_sigterm() -> None:

@@ -73,7 +73,9 @@ def test_results_validate_against_their_schemas(xdist_run):
 def test_api_key_is_sent_but_never_written(fake, xdist_run):
     _, results = xdist_run
     assert "Bearer sk-very-secret-123" in fake.authorizations
-    for path in results.iterdir():
+    written = [p for p in results.rglob("*") if p.is_file()]
+    assert len(written) >= 4  # results, run.json, the page and its table
+    for path in written:
         assert "sk-very-secret-123" not in path.read_text()
 
 
@@ -88,6 +90,13 @@ def test_summary_table_lists_every_category(xdist_run):
     proc, _ = xdist_run
     for category in {c.category for c in LIBRARY} | {"TOTAL"}:
         assert f"| {category} " in proc.stdout
+
+
+def test_page_built_for_the_run_and_pointed_at(xdist_run):
+    proc, results = xdist_run
+    page = results / "matrix" / "index.html"
+    assert page.is_file() and "fake@external" in (results / "matrix" / "matrix.md").read_text()
+    assert f"matrix page: {page}" in proc.stdout and f"results: {results / 'results.jsonl'}" in proc.stdout
 
 
 def test_plain_pytest_does_not_collect_the_suite(tmp_path):

@@ -1,0 +1,279 @@
+"""The pre-deploy gate: compare a run with a baseline run and answer with an exit status.
+
+Exit status: 0 the gate passed; 1 it failed (a case x mode that passed in the baseline does not pass now, or a
+category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable or invalid baseline,
+results or allowlist: never read as a pass). Cells in the allowlist are known not to work: they are neither
+regressions nor counted in pass rates. The JUnit XML has one test per case x mode and one per threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Mapping
+
+import attrs
+
+from toolmatrix.matrix.detail import repro_command, repro_prefix
+from toolmatrix.matrix.load import Outcome, ResultsError, RunInfo, read_outcomes, read_run_info
+from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
+
+EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+ALL = "*"  # --min-pass-rate '*=0.8': every category together
+Key = tuple[str, str]  # (case_id, mode)
+
+
+class GateInputError(Exception):
+    """Inputs the gate cannot judge (exit 2); the message names the file or option and the problem."""
+
+
+@attrs.frozen
+class AllowEntry:
+    """One known-unsupported cell of the allowlist; unset fields match anything."""
+
+    reason: str
+    case: str | None = None
+    category: str | None = None
+    mode: str | None = None
+    pair: str | None = None
+    where: str = ""  # file:line, to name stale entries
+
+    def matches(self, pair: str, key: Key, category: str) -> bool:
+        return all(pattern is None or fnmatchcase(value, pattern) for pattern, value in (
+            (self.case, key[0]), (self.category, category), (self.mode, key[1]), (self.pair, pair)))
+
+
+def load_allowlist(path: Path) -> tuple[AllowEntry, ...]:
+    """The entries of a YAML allowlist; every problem (file, line, field) raised at once as GateInputError."""
+    try:
+        doc = read_yaml(path)
+        errors = schema_errors(doc, "allowlist.schema.json")
+        if errors:
+            raise SpecErrors(errors)
+    except SpecErrors as exc:
+        raise GateInputError(f"invalid allowlist:\n{exc}") from None
+    fields = ("reason", "case", "category", "mode", "pair")
+    return tuple(
+        AllowEntry(**{k: item.get(k) for k in fields}, where=f"{path}:{doc.line(('allow', index))}")
+        for index, item in enumerate(doc.data["allow"])
+    )
+
+
+def parse_threshold(text: str) -> tuple[str, float]:
+    """``CATEGORY=RATE`` with RATE in 0..1 or a percentage (``single=0.9``, ``single=90%``)."""
+    category, sep, value = text.partition("=")
+    try:
+        rate = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        rate = -1.0
+    if not sep or not category.strip() or not 0 <= rate <= 1:
+        raise argparse.ArgumentTypeError(f"expected CATEGORY=RATE with RATE in 0..1 or 0%..100% (got {text!r})")
+    return category.strip(), rate
+
+
+@attrs.frozen
+class Judgement:
+    """The gate's word on one case x mode: ``passed``, ``regression``, ``allowed`` or ``not_gated``."""
+
+    key: Key
+    category: str
+    status: str
+    message: str
+
+
+@attrs.frozen
+class Breach:
+    category: str
+    passed: int
+    total: int
+    threshold: float
+
+    def __str__(self) -> str:
+        got = f"{100 * self.passed / self.total:.1f}%" if self.total else "no records"
+        return f"{self.category}: pass rate {got} ({self.passed}/{self.total}) < {100 * self.threshold:g}%"
+
+
+@attrs.frozen
+class GateReport:
+    """Everything the gate found; ``exit_code`` is its answer."""
+
+    pair: str
+    baseline: str
+    results: str
+    judgements: tuple[Judgement, ...]
+    rates: tuple[tuple[str, int, int, float], ...]  # (category, passed, total, threshold) for every threshold
+    breaches: tuple[Breach, ...]
+    unused_allow: tuple[AllowEntry, ...]
+    warnings: tuple[str, ...]
+    repro: Mapping[Key, str] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def regressions(self) -> tuple[Judgement, ...]:
+        return tuple(v for v in self.judgements if v.status == "regression")
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILED if self.regressions or self.breaches else EXIT_PASS
+
+    def lines(self) -> list[str]:
+        allowed = [v for v in self.judgements if v.status == "allowed"]
+        known = [v for v in self.judgements if v.status == "not_gated"]
+        out = [f"gate: {self.pair}: results {self.results} against baseline {self.baseline}"]
+        out += [f"warning: {w}" for w in self.warnings]
+        for v in self.regressions:
+            out += [f"REGRESSION {v.key[0]} [{v.key[1]}]: {v.message}", f"  repro: {self.repro[v.key]}"]
+        out += [f"UNDER THRESHOLD {b}" for b in self.breaches]
+        if allowed:
+            out.append(f"allowlisted: {len(allowed)} case x mode(s) not gated")
+        if known:
+            out.append(f"not gated: {len(known)} case x mode(s) failing but not passing in the baseline either")
+        out += [f"warning: allowlist entry {e.where} matched nothing (stale?)" for e in self.unused_allow]
+        verdict = "PASSED" if self.exit_code == EXIT_PASS else (
+            f"FAILED ({len(self.regressions)} regression(s), {len(self.breaches)} category(ies) under threshold)")
+        return out + [f"gate: {verdict}"]
+
+
+def _load(path: Path, role: str) -> tuple[RunInfo, dict[Key, Outcome]]:
+    try:
+        info = read_run_info(path)
+        return info, read_outcomes(info)
+    except ResultsError as exc:
+        raise GateInputError(f"{role}: {exc}") from None
+
+
+def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
+           allow: tuple[AllowEntry, ...], used: set[AllowEntry]) -> list[Judgement]:
+    judgements = []
+    for key in sorted(before.keys() | now.keys()):
+        was, cur = before.get(key), now.get(key)
+        category = (cur or was).category
+        entry = next((e for e in allow if e.matches(pair, key, category)), None)
+        if entry is not None:
+            used.add(entry)
+            judgements.append(Judgement(key, category, "allowed", f"allowlisted ({entry.where}): {entry.reason}"))
+        elif cur is not None and cur.verdict == "pass":
+            judgements.append(Judgement(key, category, "passed", ""))
+        elif was is not None and was.verdict == "pass":
+            message = ("passed in the baseline, missing from the results" if cur is None else
+                       f"passed in the baseline, now {cur.verdict} (blame: {cur.blame}): {cur.reason}")
+            judgements.append(Judgement(key, category, "regression", message))
+        elif cur is not None:
+            origin = "new case" if was is None else f"{was.verdict} in the baseline too"
+            judgements.append(Judgement(key, category, "not_gated", f"{cur.verdict} ({origin}): {cur.reason}"))
+    return judgements
+
+
+def _rates(judgements: list[Judgement], now: dict[Key, Outcome], thresholds: Mapping[str, float],
+           known: set[str]) -> tuple[list[tuple[str, int, int, float]], list[Breach]]:
+    """Pass rate per threshold over the results' records that are not allowlisted, and the breaches."""
+    gated = [j for j in judgements if j.key in now and j.status != "allowed"]
+    rates, breaches = [], []
+    for category, threshold in thresholds.items():
+        if category != ALL and category not in known:
+            raise GateInputError(f"--min-pass-rate {category}={threshold}: unknown category {category!r} "
+                                 f"(known: {', '.join(sorted(known)) or 'none'})")
+        scope = [j for j in gated if category in (ALL, j.category)]
+        passed = sum(j.status == "passed" for j in scope)
+        rates.append((category, passed, len(scope), threshold))
+        # No record left: all allowlisted (nothing to judge), or none run at all (a breach).
+        present = any(category in (ALL, o.category) for o in now.values())
+        if (scope and passed / len(scope) < threshold) or not present:
+            breaches.append(Breach(category, passed, len(scope), threshold))
+    return rates, breaches
+
+
+def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, float] | None = None,
+             allowlist: Path | None = None, junit_xml: Path | None = None) -> GateReport:
+    """Judge ``results`` against ``baseline`` (both results directories). Raises GateInputError for exit 2."""
+    allow = load_allowlist(allowlist) if allowlist else ()
+    base_info, before = _load(baseline, "baseline")
+    if not before:
+        raise GateInputError(f"baseline: {baseline}: no records (a gate against nothing would always pass)")
+    info, now = _load(results, "results")
+    warnings = []
+    if base_info.pair != info.pair:
+        warnings.append(f"comparing different pairs: results {info.pair}, baseline {base_info.pair}")
+    used: set[AllowEntry] = set()
+    judgements = _judge(info.pair, before, now, allow, used)
+    known = {o.category for o in (*before.values(), *now.values())}
+    rates, breaches = _rates(judgements, now, min_pass_rates or {}, known)
+    prefix = repro_prefix(info.run)
+    report = GateReport(
+        info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
+        tuple(rates), tuple(breaches), tuple(e for e in allow if e not in used), tuple(warnings),
+        {v.key: repro_command(prefix, *v.key) for v in judgements if v.status == "regression"})
+    if junit_xml is not None:
+        write_junit(report, junit_xml)
+    return report
+
+
+_XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _XML_BAD.sub("\ufffd", text)  # model output may hold characters XML 1.0 cannot carry
+
+
+def write_junit(report: GateReport, path: Path) -> None:
+    """One test per case x mode (failure = regression, skipped = not gated) and one per threshold."""
+    try:
+        from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
+    except ImportError:
+        raise GateInputError("--junit-xml needs junitparser: pip install 'toolmatrix[matrix]'") from None
+
+    suite = TestSuite(_xml(f"toolmatrix gate {report.pair}"))
+    for v in report.judgements:
+        case = TestCase(_xml(f"{v.key[0]}[{v.key[1]}]"), classname=_xml(f"{report.pair}.{v.category}"))
+        if v.status == "regression":
+            failure = Failure(_xml(v.message), type_="regression")
+            failure.text = _xml(f"{v.message}\nrepro: {report.repro[v.key]}")
+            case.result = [failure]
+        elif v.status in ("allowed", "not_gated"):
+            case.result = [Skipped(_xml(v.message))]
+        suite.add_testcase(case)
+    breached = {b.category for b in report.breaches}
+    for category, passed, total, threshold in report.rates:
+        case = TestCase(_xml(f"min_pass_rate[{category}]"), classname=_xml(f"{report.pair}.gate"))
+        if category in breached:
+            case.result = [Failure(_xml(str(Breach(category, passed, total, threshold))), type_="threshold")]
+        suite.add_testcase(case)
+    xml = JUnitXml("toolmatrix gate")
+    xml.add_testsuite(suite)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        xml.write(str(path), pretty=True)
+    except OSError as exc:
+        raise GateInputError(f"--junit-xml {path}: cannot write: {exc.strerror}") from None
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    try:
+        report = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
+                          allowlist=args.allow, junit_xml=args.junit_xml)
+    except GateInputError as exc:
+        print(f"toolmatrix gate: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    for line in report.lines():
+        print(line)
+    return report.exit_code
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``toolmatrix gate``."""
+    parser = subparsers.add_parser(
+        "gate", help="fail when results regress against a baseline",
+        description="Compare a results directory with a baseline results directory. Exit status: 0 passed; "
+                    "1 failed (a case x mode that passed in the baseline does not pass now, or a category is under "
+                    "its --min-pass-rate); 2 usage or input error (missing or invalid baseline, results or "
+                    "allowlist).")
+    parser.add_argument("--baseline", metavar="DIR", type=Path, required=True, help="the baseline results directory")
+    parser.add_argument("--results", metavar="DIR", type=Path, required=True, help="the results directory to judge")
+    parser.add_argument("--min-pass-rate", metavar="CATEGORY=RATE", type=parse_threshold, action="append", default=[],
+                        help="fail when CATEGORY's pass rate is under RATE (0.9 or 90%%; '*' = all); repeatable")
+    parser.add_argument("--allow", metavar="FILE.yaml", type=Path,
+                        help="known-unsupported cells, each with a reason (schema: allowlist.schema.json)")
+    parser.add_argument("--junit-xml", metavar="FILE", type=Path, help="also write the judgements as JUnit XML")
+    parser.set_defaults(func=_cmd_gate)

@@ -1,0 +1,61 @@
+"""The compatibility matrix: result directories in, ``index.html`` + ``matrix.md`` + ``matrix.json`` out.
+
+``build_matrix`` is the library entry point (the pytest plugin calls it after a run); ``register`` adds the
+``toolmatrix matrix build`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolmatrix.matrix.build import BuildReport, CellReport, Skipped, build_matrix
+
+__all__ = ["BuildReport", "CellReport", "Skipped", "build_matrix", "register"]
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    try:
+        report = build_matrix([Path(p) for p in args.results], args.output, title=args.title, jobs=args.jobs)
+    except OSError as exc:  # the output side: inputs never raise
+        print(f"toolmatrix matrix build: cannot write {exc.filename or args.output}: {exc.strerror}", file=sys.stderr)
+        return 2
+    for skipped in report.skipped:
+        print(f"skipped: {skipped.reason}", file=sys.stderr)
+    for cell in report.cells:
+        rate = "-" if cell.pass_rate is None else f"{100 * cell.pass_rate:.0f}%"
+        since = f", {cell.newly_failing} newly failing, {cell.newly_passing} newly passing" if cell.previous else ""
+        print(f"{cell.pair}: {rate} of {cell.total} ({cell.path}{since})")
+    if report.superseded:
+        print(f"{len(report.superseded)} older run(s) not shown (a newer run of the same pair wins)")
+    print("wrote " + ", ".join(str(p) for p in report.outputs))
+    if not report.cells:
+        print("toolmatrix matrix build: no usable results directory among the inputs", file=sys.stderr)
+        return 2
+    return 1 if args.strict and report.skipped else 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 (got {text!r})")
+    return int(text)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``toolmatrix matrix build RESULTS... -o DIR``."""
+    parser = subparsers.add_parser("matrix", help="build the compatibility matrix page from results directories")
+    commands = parser.add_subparsers(dest="matrix_command", required=True, metavar="COMMAND")
+    build = commands.add_parser(
+        "build", help="merge results directories into index.html, matrix.md and matrix.json",
+        description="Merge results directories (the newest run of each MODEL@ENGINE pair wins; the one before it "
+                    "gives the history) into DIR/index.html, DIR/matrix.md and DIR/matrix.json. Unusable inputs are "
+                    "reported and skipped. Exit status: 0 built, 1 built but inputs skipped (--strict), 2 nothing "
+                    "usable.")
+    build.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, or a directory holding some")
+    build.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="where to write the matrix")
+    build.add_argument("--title", metavar="TEXT", default="toolmatrix", help="page title (default: toolmatrix)")
+    build.add_argument("-j", "--jobs", metavar="N", type=_positive, default=1,
+                       help="read N pairs at once in worker processes (default 1; for big matrices)")
+    build.add_argument("--strict", action="store_true", help="exit 1 when any input was skipped")
+    build.set_defaults(func=_cmd_build)

@@ -1,0 +1,240 @@
+"""Merge result directories into one matrix: ``index.html``, ``matrix.md``, ``matrix.json`` and ``cells/*.jsonl``.
+
+Per pair (``run.json`` ``pair``) the newest valid run is the cell and the next newer valid one its history;
+older runs are not read at all. Only ``run.json`` files are read before choosing, so a build costs one pass over
+the records that are shown. Unusable directories are reported by name with the reason and skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from datetime import datetime, timezone
+from importlib import metadata
+from itertools import repeat
+from pathlib import Path
+from typing import IO, Iterable, Iterator
+
+import attrs
+
+from toolmatrix.matrix.cell import Cell, history, page_history, summarize_run
+from toolmatrix.matrix.load import ResultsError, RunInfo, read_outcomes, read_run_info
+from toolmatrix.matrix.page import render_html, render_markdown
+from toolmatrix.results import RECORDS, RUN
+
+# Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
+# one cell does not use passes on to the next); its counts, flags and breakdown take about CELL_SUMMARY_BYTES,
+# the rest goes to its failing cases (7/8) and its history (1/8).
+PAGE_DATA_BUDGET = 1_300_000
+CELL_SUMMARY_BYTES = 3_000
+MIN_CELL_TEXT = 2_000
+CELLS_DIR = "cells"
+
+
+@attrs.frozen
+class Skipped:
+    """An input that is not in the matrix, and why (the reason names the file and the problem)."""
+
+    path: str
+    reason: str
+
+
+@attrs.frozen
+class CellReport:
+    pair: str
+    path: str
+    run_id: str
+    total: int
+    pass_rate: float | None
+    previous: str | None  # the run the history compares with
+    newly_failing: int
+    newly_passing: int
+
+
+@attrs.frozen
+class BuildReport:
+    """What a build did: the cells, the inputs skipped, older runs not shown, the files written."""
+
+    cells: tuple[CellReport, ...]
+    skipped: tuple[Skipped, ...]
+    superseded: tuple[str, ...]
+    outputs: tuple[Path, ...]
+
+
+def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Skipped]]:
+    """Results directories named or found below the given paths (a directory of runs is searched)."""
+    found: dict[Path, None] = {}
+    skipped = []
+    for path in paths:
+        if any((path / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
+            found[path] = None
+        elif path.is_dir():
+            below = sorted({p.parent for p in path.rglob(RUN)} | {p.parent for p in path.rglob(RECORDS + "*")})
+            found.update(dict.fromkeys(below))
+            if not below:
+                skipped.append(Skipped(str(path), f"{path}: no results directory in it (no {RUN} found)"))
+        else:
+            skipped.append(Skipped(str(path), f"{path}: {'not a directory' if path.exists() else 'does not exist'}"))
+    return list(found), skipped
+
+
+def _slug(pair: str) -> str:
+    # File names from untrusted ids: no separators, no leading dot, and a hash against collisions.
+    safe = re.sub(r"[^A-Za-z0-9_.@-]+", "_", pair).lstrip(".")[:80]
+    return f"{safe}-{hashlib.sha256(pair.encode()).hexdigest()[:8]}"
+
+
+def _newest_first(infos: list[RunInfo]) -> dict[str, list[RunInfo]]:
+    by_pair: dict[str, list[RunInfo]] = defaultdict(list)
+    for info in infos:
+        by_pair[info.pair].append(info)
+    for runs in by_pair.values():
+        runs.sort(key=lambda i: (i.started, i.run.get("finished") or "", i.run_id, str(i.path)), reverse=True)
+    return by_pair
+
+
+class _MatrixJson:
+    """Writes matrix.json one cell at a time (the failing cases of all cells need not fit in memory)."""
+
+    def __init__(self, path: Path):
+        self.path, self.partial = path, path.with_name(path.name + ".partial")
+        self.handle: IO[str] = self.partial.open("w", encoding="utf-8")
+        self.handle.write('{"format": "toolmatrix-matrix", "format_version": 1, "cells": [')
+        self.count = 0
+
+    def add(self, cell: dict) -> None:
+        self.handle.write(("," if self.count else "") + "\n" + json.dumps(cell, ensure_ascii=False, default=str))
+        self.count += 1
+
+    def close(self, tail: dict) -> None:
+        self.handle.write("\n],\n" + json.dumps(tail, ensure_ascii=False, indent=1)[1:].lstrip())
+        self.handle.close()
+        os.replace(self.partial, self.path)
+
+    def abort(self) -> None:
+        self.handle.close()
+        self.partial.unlink(missing_ok=True)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("toolmatrix")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@attrs.frozen
+class _Chosen:
+    cell: Cell | None
+    unread: list[RunInfo]
+    skipped: list[Skipped]
+
+
+def _choose(runs: list[RunInfo], share: int, out_dir: Path) -> _Chosen:
+    """The newest valid run as a cell (with the history against the next valid one); the runs left unread."""
+    rest, skipped = iter(runs), []
+    cell = None
+    budget = max(MIN_CELL_TEXT, share - CELL_SUMMARY_BYTES)
+    for info in rest:
+        try:
+            cell = summarize_run(info, budget - budget // 8, out_dir, f"{CELLS_DIR}/{_slug(info.pair)}.jsonl")
+            break
+        except ResultsError as exc:
+            skipped.append(Skipped(str(info.path), str(exc)))
+    if cell is None:
+        return _Chosen(None, [], skipped)
+    for info in rest:
+        try:
+            changes = history(info, read_outcomes(info), cell.outcomes)
+        except ResultsError as exc:
+            skipped.append(Skipped(str(info.path), str(exc)))
+            continue
+        cell.full["history"] = changes
+        cell.page["history"] = page_history(changes, budget // 8)
+        break
+    return _Chosen(attrs.evolve(cell, outcomes={}), list(rest), skipped)  # outcomes: not worth pickling back
+
+
+def _choose_all(by_pair: dict[str, list[RunInfo]], out_dir: Path, jobs: int) -> Iterator[_Chosen]:
+    tasks = [by_pair[pair] for pair in sorted(by_pair)]
+    if jobs <= 1 or len(tasks) < 2:
+        left = PAGE_DATA_BUDGET
+        for index, runs in enumerate(tasks):
+            chosen = _choose(runs, left // (len(tasks) - index), out_dir)
+            left -= _page_bytes(chosen)
+            yield chosen
+        return
+    # Shares fixed up front (the cells are read at once); spawn: fresh workers, nothing inherited from a host
+    # process such as pytest and its threads.
+    share = PAGE_DATA_BUDGET // len(tasks)
+    with ProcessPoolExecutor(min(jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(_choose, tasks, repeat(share), repeat(out_dir))
+
+
+def _page_bytes(chosen: _Chosen) -> int:
+    return len(json.dumps(chosen.cell.page, ensure_ascii=False, default=str)) if chosen.cell else 0
+
+
+def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolmatrix", jobs: int = 1) -> BuildReport:
+    """Merge ``result_dirs`` (or directories holding them) into ``out_dir``; never raises on bad inputs.
+
+    ``jobs`` > 1 reads that many pairs at once in worker processes (for big matrices: about 10 s per 10^6
+    records and core).
+    """
+    paths, skipped = discover(Path(p) for p in result_dirs)
+    infos = []
+    for path in paths:
+        try:
+            infos.append(read_run_info(path))
+        except ResultsError as exc:
+            skipped.append(Skipped(str(path), str(exc)))
+    by_pair = _newest_first(infos)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cells_dir = out_dir / CELLS_DIR
+    matrix_json = _MatrixJson(out_dir / "matrix.json")
+    page_cells, reports, superseded, details = [], [], [], set()
+    try:
+        for chosen in _choose_all(by_pair, out_dir, jobs):
+            skipped += chosen.skipped
+            superseded += [str(i.path) for i in chosen.unread]
+            if chosen.cell is None:
+                continue
+            matrix_json.add(chosen.cell.full)
+            page_cells.append(chosen.cell.page)
+            details.add(chosen.cell.full["details_file"])
+            reports.append(_report(chosen.cell))
+    except BaseException:
+        matrix_json.abort()
+        raise
+    for stale in cells_dir.glob("*.jsonl") if cells_dir.is_dir() else ():
+        if f"{CELLS_DIR}/{stale.name}" not in details:
+            stale.unlink()  # cells/ is ours: a file of a pair no longer shown would mislead
+    data = {
+        "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "toolmatrix_version": _version(), "page_budget_bytes": PAGE_DATA_BUDGET,
+        "skipped": [attrs.asdict(s) for s in skipped], "superseded": superseded,
+    }
+    matrix_json.close(data)
+    outputs = (out_dir / "matrix.json",
+               _write(out_dir / "index.html", render_html({**data, "cells": page_cells})),
+               _write(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
+    return BuildReport(tuple(reports), tuple(skipped), tuple(superseded), outputs)
+
+
+def _report(cell: Cell) -> CellReport:
+    changes = cell.full["history"] or {}
+    return CellReport(cell.info.pair, str(cell.info.path), cell.info.run_id, cell.full["total"],
+                      cell.full["pass_rate"], changes.get("previous_path"),
+                      len(changes.get("newly_failing", ())), len(changes.get("newly_passing", ())))
+
+
+def _write(path: Path, text: str) -> Path:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return path

@@ -1,0 +1,107 @@
+"""What a person needs to read one failing case: the exchange as text, a diff against the expectation, a repro.
+
+Everything here came from a model or an engine and stays plain text; the page shows it with ``textContent``.
+Blobs are capped so one huge answer cannot blow up the page.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shlex
+from typing import Any
+
+from toolmatrix.exchange import assemble_stream, message_from_response
+
+BLOB_CAP = 6_000  # characters per request / response / chunks text on the page (at most)
+REASON_CAP = 300
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n... ({len(text) - limit} more characters: full record in the cell's .jsonl file)"
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def blob(value: Any, limit: int = BLOB_CAP) -> str:
+    return cap(_pretty(value), limit)
+
+
+def chunks_text(chunks: list, limit: int = BLOB_CAP) -> str:
+    """Raw stream chunks, one line each, numbered: the order and the splitting are what a stream bug is about."""
+    return cap("\n".join(f"#{n} {json.dumps(c, ensure_ascii=False, default=str)}" for n, c in enumerate(chunks)),
+               limit)
+
+
+def _calls(message: Any) -> list[dict]:
+    calls = []
+    for call in message.tool_calls:
+        parsed = call.parsed_arguments()
+        calls.append({"name": call.name, "arguments": parsed if parsed is not None else call.arguments})
+    return calls
+
+
+def _ordered(calls: list[dict], ordered: bool) -> list[dict]:
+    return calls if ordered else sorted(calls, key=lambda c: json.dumps(c, sort_keys=True, default=str))
+
+
+def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
+    """Unified diff of the expected tool calls against the ones that came back ("" when there is no answer)."""
+    expect = record.get("expect")
+    if not isinstance(expect, dict) or not record.get("status") or record.get("error"):
+        return ""
+    if "chunks" in record:
+        message = assemble_stream(tuple(record["chunks"]))
+    else:
+        message = message_from_response(record.get("response"))
+    if message is None:
+        return ""
+    ordered = bool(expect.get("ordered"))
+    want = {"tool_calls": _ordered(list(expect.get("calls") or []), ordered)}
+    got = {"tool_calls": _ordered(_calls(message), ordered)}
+    if expect.get("any_call"):
+        want["tool_calls"] = "(any call)"
+    if want == got:
+        return "(the tool calls match the expectation; see the failing checks)"
+    lines = difflib.unified_diff(_pretty(want).splitlines(), _pretty(got).splitlines(), "expected", "got", lineterm="")
+    return cap("\n".join(lines), limit)
+
+
+def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
+    """The heavy part of a failing case, as text fields of at most ``limit`` characters each."""
+    detail: dict[str, Any] = {"status": record.get("status"), "request": blob(record["request"], limit)}
+    if "chunks" in record:
+        detail["chunks"] = chunks_text(record["chunks"], limit)
+    if "response" in record:
+        detail["response"] = blob(record["response"], limit)
+    for key in ("error", "raw_text"):
+        if record.get(key):
+            detail[key] = cap(str(record[key]), limit)
+    detail["checks"] = [
+        {"name": c["name"], "blame": c["blame"], "detail": cap(c["detail"], REASON_CAP)}
+        for c in record["checks"] if c["status"] == "fail"
+    ]
+    detail["diff"] = expectation_diff(record, limit)
+    if "expect" in record:
+        detail["expect"] = blob(record["expect"], limit)
+    if "followup" in record:
+        detail["followup"] = blob({k: v for k, v in record["followup"].items() if k != "request"}, limit)
+    return detail
+
+
+def repro_prefix(run: dict) -> list[str]:
+    """``pytest`` and the target options of a run: the engine spec, or the URL of an external server."""
+    engine, model = run["engine"], run["model"]
+    if engine.get("launcher") == "external" and engine.get("base_url"):
+        return ["pytest", f"--base-url={engine['base_url']}", f"--model={model['served_name']}"]
+    return ["pytest", f"--engine={engine['id']}", f"--model={model['id']}"]
+
+
+def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
+    # -k matches substrings, and "stream" is one of "nonstream".
+    selector = f"{case_id} and nonstream" if mode == "nonstream" else f"{case_id} and stream and not nonstream"
+    return shlex.join([*prefix, "-k", selector])

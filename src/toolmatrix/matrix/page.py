@@ -1,0 +1,150 @@
+"""Render the matrix: a self-contained HTML page (data as inert JSON, drawn by the page's own script) and Markdown.
+
+Nothing from a result is ever put into HTML or Markdown markup as is. The page embeds the data in a
+``<script type="application/json">`` block with ``<``, ``>`` and ``&`` escaped (so ``</script>`` cannot end it)
+and its script writes text with ``textContent`` only; a Content-Security-Policy admits only the page's own
+script and style (by hash), so even an injected tag could not run or load anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from tabulate import tabulate
+
+PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
+MD_LIST_CAP = 10
+_BLOCK = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
+
+
+def level(rate: float | None) -> str:
+    """Colour level of a pass rate (the page uses the same thresholds)."""
+    if rate is None:
+        return "none"
+    return "good" if rate >= 0.95 else "ok" if rate >= 0.8 else "warn" if rate >= 0.5 else "bad"
+
+
+def layout(cells: list[dict]) -> dict[str, Any]:
+    """Rows, columns (with versions and the key flags all of a column's cells share), categories and blames."""
+    engines = []
+    for engine in sorted({c["engine"] for c in cells}):
+        column = [c for c in cells if c["engine"] == engine]
+        shared = set(column[0]["key_flags"]).intersection(*(c["key_flags"] for c in column[1:]))
+        engines.append({
+            "id": engine,
+            "versions": sorted({str(c["engine_version"]) for c in column if c["engine_version"]}),
+            "key_flags": [f for f in column[0]["key_flags"] if f in shared],
+        })
+    rows = [r for c in cells for r in c["breakdown"]]
+    return {
+        "models": sorted({c["model"] for c in cells}),
+        "engines": engines,
+        "categories": sorted({r[0] for r in rows}),
+        "blames": sorted({r[3] for r in rows if r[3]}),
+    }
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survives as itself."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _csp_hashes(template: str) -> str:
+    digests = {kind: [] for kind in ("script", "style")}
+    for kind, body in _BLOCK.findall(template):
+        digests[kind].append("'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'")
+    return (f"default-src 'none'; script-src {' '.join(digests['script'])}; style-src {' '.join(digests['style'])}; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def render_html(data: dict) -> str:
+    """The page: the template with its CSP filled in and ``data`` (plus the layout) embedded."""
+    template = resources.files("toolmatrix.matrix").joinpath("templates/index.html").read_text(encoding="utf-8")
+    template = template.replace("__CSP__", _csp_hashes(template))
+    head, tail = template.split(PLACEHOLDER)  # split, not replace: the data is never searched for markers
+    return head + embed_json({**data, **layout(data["cells"])}) + tail
+
+
+def md_text(value: Any, limit: int = 200) -> str:
+    """Untrusted text for a Markdown table cell or list item: one line, no markup, no HTML."""
+    text = " ".join(str(value).split())
+    text = text[:limit] + "..." if len(text) > limit else text
+    text = re.sub(r"([\\`*_\[\]|#~])", r"\\\1", text)
+    return html.escape(text, quote=False)
+
+
+def _percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{100 * rate:.0f}%"
+
+
+def _cell_md(cell: dict) -> str:
+    counts = cell["counts"]
+    text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
+    extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error") if counts.get(v)]
+    changes = cell["history"]
+    if changes and (changes["newly_failing_total"] or changes["newly_passing_total"]):
+        extra.append(f"{changes['newly_failing_total']} newly failing, {changes['newly_passing_total']} newly passing")
+    return text + (", " + ", ".join(extra) if extra else "")
+
+
+def _category_rates(cell: dict, categories: list[str]) -> list[str]:
+    out = []
+    for category in categories:
+        rows = [r for r in cell["breakdown"] if r[0] == category]
+        total = sum(r[4] for r in rows)
+        passed = sum(r[4] for r in rows if r[2] == "pass")
+        out.append(f"{_percent(passed / total)} ({passed}/{total})" if total else "-")
+    return out
+
+
+def _changes_md(cells: list[dict]) -> list[str]:
+    lines = []
+    for cell in cells:
+        changes = cell["history"]
+        if not changes or not (changes["newly_failing_total"] or changes["newly_passing_total"]):
+            continue
+        since = f"{md_text(changes['previous_run_id'])} (started {md_text(changes['previous_started'])})"
+        lines += ["", f"### {md_text(cell['pair'])}", "", f"Since run {since}:", ""]
+        for key, label in (("newly_failing", "newly failing"), ("newly_passing", "newly passing")):
+            total = changes[key + "_total"]
+            for entry in changes[key][:MD_LIST_CAP]:
+                why = f": {md_text(entry['reason'])}" if entry["reason"] else ""
+                lines.append(f"- {label}: {md_text(entry['case_id'])} \\[{entry['mode']}\\] "
+                             f"({entry['was']} -> {entry['now']}){why}")
+            if total > MD_LIST_CAP:
+                lines.append(f"- ... and {total - MD_LIST_CAP} more {label} (see matrix.json)")
+    return ["", "## Changes since the previous run", *lines] if lines else []
+
+
+def render_markdown(data: dict) -> str:
+    """``matrix.md``: the matrix, the per-category rates, what changed, and what was skipped."""
+    cells = data["cells"]
+    shape = layout(cells)
+    by_key = {(c["model"], c["engine"]): c for c in cells}
+    headers = ["model \\ engine"] + [
+        md_text(" ".join([e["id"], *e["versions"]]) + (f" ({', '.join(e['key_flags'])})" if e["key_flags"] else ""))
+        for e in shape["engines"]
+    ]
+    rows = [[md_text(m)] + [_cell_md(by_key[m, e["id"]]) if (m, e["id"]) in by_key else "-" for e in shape["engines"]]
+            for m in shape["models"]]
+    lines = [f"# {md_text(data['title'])} compatibility matrix", "",
+             f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}. "
+             "Pass rate = passing case x mode records / all records of the pair's newest run.", "",
+             tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
+    if cells and shape["categories"]:
+        rows = [[md_text(c["pair"])] + _category_rates(c, shape["categories"]) for c in cells]
+        lines += ["", "## By category", "",
+                  tabulate(rows, headers=["pair"] + [md_text(c) for c in shape["categories"]], tablefmt="github",
+                           disable_numparse=True)]
+    lines += _changes_md(cells)
+    if data["skipped"]:
+        lines += ["", "## Skipped inputs", ""]
+        lines += [f"- {md_text(s['path'])}: {md_text(s['reason'].splitlines()[0], 300)}" for s in data["skipped"]]
+    return "\n".join(lines) + "\n"

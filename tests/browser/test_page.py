@@ -1,0 +1,165 @@
+"""The matrix page in real headless Chromium (Debian's, driven by Playwright): cells, detail, filters, inert data.
+
+Needs /usr/bin/chromium (``apt-get install chromium``); never a browser downloaded by ``playwright install``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers_results import answer, chunks_of, record, suite, write_results
+from toolmatrix.matrix import build_matrix
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=\"window.__pwned = 1; alert(2)\">"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # launch() gives every run a fresh temporary user-data-dir of its own.
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    evil = answer(content=f"{SCRIPT}{IMG}", calls=[{"name": "get_weather", "arguments": {"city": IMG}}])
+    write_results(root / "m1-e1-old", suite({"single.a": "pass", "single.b": "fail", "parallel.p": "pass"}),
+                  run_id="old", started="2026-01-01T00:00:00+00:00")
+    write_results(root / "m1-e1", [
+        *suite({"single.a": "pass", "single.b": "pass"}),
+        record("parallel.p", "fail", blame="engine", reason="PARALLEL_SPLIT: one call of two"),
+        record("parallel.p", "fail", mode="stream", blame="engine", reason="PARALLEL_SPLIT: one call of two"),
+        record("types.t", "fail", blame="model", reason="WRONG_TYPE: days is a string",
+               body=answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])),
+        record("types.t", "pass", mode="stream"),
+    ], run_id="new", started="2026-01-02T00:00:00+00:00")
+    write_results(root / "m1-e2", [
+        record(f"single.{SCRIPT}", "fail", body=evil, reason=f"{IMG} {SCRIPT}"),
+        record("single.b", "fail", mode="stream", body=evil, blame="template", reason="STREAM_MISMATCH: x"),
+    ], engine="e2", run_id="xss", flags=["--tool-call-parser", IMG])
+    write_results(root / "m2-e2", suite({"single.a": "pass", "single.b": "unsupported"}), model="m2", engine="e2",
+                  run_id="m2", launcher="external", flags=["--tool-call-parser", IMG])
+    out = root / "matrix"
+    report = build_matrix([root], out)
+    assert len(report.cells) == 3 and not report.skipped
+    return out / "index.html"
+
+
+@pytest.fixture
+def page(browser, matrix):
+    context = browser.new_context()
+    page = context.new_page()
+    events = {"dialogs": [], "errors": [], "requests": []}
+    page.on("dialog", lambda dialog: (events["dialogs"].append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: events["errors"].append(str(error)))
+    page.on("request", lambda request: events["requests"].append(request.url))
+    page.goto(matrix.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    page.events = events
+    yield page
+    assert events["errors"] == [], events["errors"]
+    assert [u for u in events["requests"] if not u.startswith("file:")] == []  # offline: nothing fetched
+    context.close()
+
+
+def cell(page, pair: str):
+    return page.locator(f"td.cell[data-pair='{pair}']")
+
+
+def test_cells_render_with_rates_counts_categories_and_history(page):
+    assert page.locator("#matrix tbody tr").count() == 2  # m1, m2
+    assert page.locator("td.cell").count() == 3 and page.locator("td.empty").count() == 1  # m2@e1 never ran
+    assert page.locator("#matrix thead th[data-engine='e2'] .flags").inner_text() == f"--tool-call-parser {IMG}"
+    m1e1 = cell(page, "m1@e1")
+    assert m1e1.locator(".rate").inner_text() == "63%"  # 5 of 8
+    assert "5/8 pass \u00b7 3 fail" in m1e1.locator(".counts").inner_text()
+    assert "lv-warn" in m1e1.get_attribute("class")
+    assert m1e1.locator("ul.cats li").all_inner_texts() == ["parallel 0%", "single 100%", "types 50%"]
+    assert "\u25bc2" in m1e1.locator(".changes").inner_text()  # parallel.p newly failing in both modes
+    assert cell(page, "m2@e2").locator(".rate").inner_text() == "50%"
+    assert "2 unsupported" in cell(page, "m2@e2").locator(".counts").inner_text()
+
+
+def test_a_click_on_a_cell_opens_its_failing_cases(page):
+    assert page.locator("#detail").is_hidden()
+    cell(page, "m1@e1").locator("button").click()
+
+    detail = page.locator("#detail")
+    assert detail.is_visible() and detail.locator("h2").inner_text() == "m1@e1"
+    assert detail.locator("details.case").count() == 3
+    assert detail.locator(".newly_failing li").count() == 2
+    case = detail.locator("details.case[data-case='types.t'][data-mode='nonstream']")
+    case.locator("summary").click()
+    assert "blame: model" in case.locator("summary").inner_text()
+    assert case.locator("code.repro").inner_text() == (
+        "pytest --engine=e1 --model=m1 -k 'types.t and nonstream'")
+    assert '"content": "types.t: weather in Paris?"' in case.locator("pre.request").inner_text()
+    assert '\\"city\\": \\"Pariss\\"' in case.locator("pre.response").inner_text()  # arguments: a JSON string
+    assert case.locator("pre.diff span.del").all_inner_texts() == ['-        "city": "Paris"']
+    assert case.locator("pre.diff span.add").all_inner_texts() == ['+        "city": "Pariss"']
+    assert "args_object (blame: model): WRONG_TYPE" in case.locator("ul.checks").inner_text()
+
+
+def test_a_stream_case_shows_its_raw_chunks(page):
+    cell(page, "m1@e1").locator("button").click()
+    case = page.locator("details.case[data-case='parallel.p'][data-mode='stream']")
+    case.locator("summary").click()
+    chunks = case.locator("pre.chunks").inner_text().splitlines()
+    assert chunks[0].startswith("#0 {") and len(chunks) == len(chunks_of(answer(calls=[{"name": "x"}])))
+    assert case.locator("pre.response").count() == 0
+
+
+def test_an_external_launcher_gets_a_base_url_repro(page):
+    cell(page, "m2@e2").locator("button").click()
+    repro = page.locator("details.case code.repro").first.text_content()
+    assert repro.startswith("pytest --base-url=http://staging.example:8000/v1 --model=m2-served -k 'single.b and")
+
+
+@pytest.mark.parametrize(("select", "value", "cases", "rate"), [
+    ("#f-category", "types", ["types.t"], "50%"),
+    ("#f-mode", "stream", ["parallel.p"], "75%"),
+    ("#f-blame", "model", ["types.t"], "63%"),
+])
+def test_a_filter_changes_the_cells_and_the_failing_cases(page, select, value, cases, rate):
+    cell(page, "m1@e1").locator("button").click()
+    assert page.locator("#detail details.case").count() == 3
+
+    page.select_option(select, value)
+
+    assert page.locator("#detail details.case").evaluate_all("els => els.map(e => e.dataset.case)") == cases
+    assert cell(page, "m1@e1").locator(".rate").inner_text() == rate
+    if select == "#f-blame":
+        assert cell(page, "m1@e1").locator(".blamed").inner_text() == "1 blamed on model"
+    if select == "#f-category":
+        assert cell(page, "m1@e1").locator("ul.cats li").all_inner_texts() == ["types 50%"]
+        assert cell(page, "m2@e2").locator(".rate").inner_text() == "-"  # no types cases there
+
+
+def test_model_output_stays_inert_text(page):
+    cell(page, "m1@e2").locator("button").click()
+    for summary in page.locator("#detail details.case summary").all():
+        summary.click()
+    page.wait_for_timeout(300)  # time for an onerror or a script to fire, were there one
+
+    assert page.events["dialogs"] == []
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0 and page.locator("script").count() == 2
+    case = page.locator("#detail details.case").first
+    assert case.locator(".case-id").inner_text() == f"single.{SCRIPT}"
+    assert case.locator(".reason").inner_text() == f"{IMG} {SCRIPT}"
+    response = page.locator("#detail pre.response").first.inner_text()
+    assert f'"content": "{SCRIPT}{IMG.replace(chr(34), chr(92) + chr(34))}"' in response
+    assert IMG in page.locator("#detail pre.chunks").first.inner_text().replace('\\"', '"')

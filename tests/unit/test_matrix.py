@@ -1,0 +1,242 @@
+"""toolmatrix.matrix: merging result directories, history, skipping bad inputs, escaping, the page size cap."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers_results import answer, record, suite, write_results
+from toolmatrix.cli import main
+from toolmatrix.matrix import build_matrix
+from toolmatrix.matrix.cell import key_flags
+from toolmatrix.matrix.detail import expectation_diff, repro_command, repro_prefix
+from toolmatrix.matrix.page import embed_json, md_text
+
+DAY1, DAY2, DAY3 = (f"2026-01-0{d}T10:00:00+00:00" for d in (1, 2, 3))
+
+
+def page_data(out: Path) -> dict:
+    html = (out / "index.html").read_text()
+    match = re.search(r'<script type="application/json" id="toolmatrix-data">(.*?)</script>', html, re.S)
+    return json.loads(match.group(1))
+
+
+def cell_of(out: Path, pair: str, source: str = "matrix.json") -> dict:
+    data = json.loads((out / "matrix.json").read_text()) if source == "matrix.json" else page_data(out)
+    return next(c for c in data["cells"] if c["pair"] == pair)
+
+
+def test_two_pairs_make_rows_and_columns_in_all_three_outputs(tmp_path):
+    write_results(tmp_path / "a", suite({"single.a": "pass", "single.b": "pass/fail"}), model="m1", engine="e1")
+    write_results(tmp_path / "b", suite({"single.a": "pass", "parallel.c": "error"}), model="m2", engine="e2",
+                  run_id="run-2", flags=["--port", "1", "--tool-call-parser", "hermes"])
+
+    report = build_matrix([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+
+    assert [(c.pair, c.total, c.pass_rate) for c in report.cells] == [("m1@e1", 4, 0.75), ("m2@e2", 4, 0.5)]
+    assert report.skipped == ()
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert "| model \\ engine" in md and "e2 b1234 (--tool-call-parser hermes)" in md
+    assert re.search(r"\| m1 +\| 75% \(3/4\), 1 fail +\| - +\|", md)
+    data = page_data(tmp_path / "out")
+    assert data["models"] == ["m1", "m2"] and [e["id"] for e in data["engines"]] == ["e1", "e2"]
+    assert data["categories"] == ["parallel", "single"]
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert full["failures"] == [{
+        "case_id": "single.b", "category": "single", "mode": "stream", "verdict": "fail", "blame": "engine",
+        "reason": "ARGS_NOT_OBJECT: arguments are not an object",
+        "repro": "pytest --engine=e1 --model=m1 -k 'single.b and stream and not nonstream'"}]
+    details = (tmp_path / "out" / full["details_file"]).read_text().splitlines()
+    assert [json.loads(line)["case_id"] for line in details] == ["single.b"]
+
+
+def test_newest_run_wins_and_the_one_before_gives_the_history(tmp_path):
+    write_results(tmp_path / "old", suite({"single.a": "pass"}) + [{"broken": True}], run_id="r0", started=DAY1)
+    write_results(tmp_path / "prev", suite({"single.a": "pass", "single.b": "fail", "single.c": "pass"}),
+                  run_id="r1", started=DAY2)
+    write_results(tmp_path / "new", suite({"single.a": "pass", "single.b": "pass", "single.c": "pass/fail"}),
+                  run_id="r2", started=DAY3)
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert (cell.run_id, cell.previous, cell.newly_failing, cell.newly_passing) == ("r2", str(tmp_path / "prev"), 1, 2)
+    assert report.superseded == (str(tmp_path / "old"),)  # never read: its broken record is not reported
+    assert report.skipped == ()
+    changes = cell_of(tmp_path / "out", "m1@e1")["history"]
+    assert [(h["case_id"], h["mode"], h["was"], h["now"]) for h in changes["newly_failing"]] == [
+        ("single.c", "stream", "pass", "fail")]
+    assert [(h["case_id"], h["mode"]) for h in changes["newly_passing"]] == [
+        ("single.b", "nonstream"), ("single.b", "stream")]
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert "## Changes since the previous run" in md
+    assert "- newly failing: single.c \\[stream\\] (pass -> fail)" in md
+    assert "- newly passing: single.b \\[nonstream\\] (fail -> pass)" in md
+
+
+def test_a_broken_newest_run_is_skipped_and_the_next_one_is_shown(tmp_path):
+    write_results(tmp_path / "good", suite({"single.a": "pass"}), run_id="r1", started=DAY1)
+    bad = write_results(tmp_path / "bad", suite({"single.a": "pass"}), run_id="r2", started=DAY2)
+    with (bad / "results.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    assert [c.run_id for c in report.cells] == ["r1"]
+    assert [s.path for s in report.skipped] == [str(bad)]
+    assert f"{bad}/results.jsonl:3: not JSON" in report.skipped[0].reason
+
+
+def _bad_record(directory: Path) -> None:
+    write_results(directory, [{**record("single.a"), "verdict": "maybe"}])
+
+
+def _mixed_run(directory: Path) -> None:
+    write_results(directory, suite({"single.a": "pass"}))
+    with (directory / "results.jsonl").open("a") as handle:
+        handle.write(json.dumps({**record("single.b"), "run_id": "another-run"}) + "\n")
+
+
+def _partial(directory: Path) -> None:
+    directory.mkdir()
+    (directory / "results.jsonl.partial").write_text(json.dumps(record("single.a")) + "\n")
+
+
+def _bad_run_json(directory: Path) -> None:
+    write_results(directory, suite({"single.a": "pass"}))
+    run = json.loads((directory / "run.json").read_text())
+    del run["engine"]["id"]
+    (directory / "run.json").write_text(json.dumps(run))
+
+
+def _foreign(directory: Path) -> None:
+    directory.mkdir()
+    (directory / "notes.txt").write_text("hello")
+
+
+@pytest.mark.parametrize(("make", "expected"), [
+    (_bad_record, r"results\.jsonl:1: \$\.verdict: 'maybe' is not one of"),
+    (_mixed_run, r"results\.jsonl:3: \$\.run_id: 'another-run' is not this run's id"),
+    (_partial, r"incomplete run \(results\.jsonl\.partial only"),
+    (_bad_run_json, r"run\.json: \$\.engine: 'id' is a required property"),
+    (_foreign, r"no results directory in it \(no run\.json found\)"),
+], ids=["bad-record", "mixed-run-ids", "partial", "bad-run-json", "foreign-dir"])
+def test_unusable_inputs_are_reported_by_name_and_skipped(tmp_path, make, expected):
+    write_results(tmp_path / "good", suite({"single.a": "pass"}))
+    make(tmp_path / "bad")
+
+    report = build_matrix([tmp_path / "good", tmp_path / "bad"], tmp_path / "out")
+
+    assert [c.pair for c in report.cells] == ["m1@e1"]
+    (skipped,) = report.skipped
+    assert skipped.path == str(tmp_path / "bad")
+    assert re.search(expected, skipped.reason), skipped.reason
+    assert "Skipped inputs" in (tmp_path / "out" / "matrix.md").read_text()
+    assert page_data(tmp_path / "out")["skipped"][0]["path"] == str(tmp_path / "bad")
+
+
+def test_cli_exit_status_and_messages(tmp_path, capsys):
+    write_results(tmp_path / "good", suite({"single.a": "pass"}))
+    (tmp_path / "empty").mkdir()
+
+    assert main(["matrix", "build", str(tmp_path / "good"), str(tmp_path / "empty"), "-o", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    assert "m1@e1: 100% of 2" in out and f"skipped: {tmp_path / 'empty'}: no results directory" in err
+    assert main(["matrix", "build", str(tmp_path / "good"), str(tmp_path / "empty"), "-o", str(tmp_path / "o"),
+                 "--strict"]) == 1
+    assert main(["matrix", "build", str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cells_of_pairs_no_longer_shown_are_removed(tmp_path):
+    write_results(tmp_path / "a", suite({"single.a": "fail"}), model="m1")
+    write_results(tmp_path / "b", suite({"single.a": "fail"}), model="m2")
+    build_matrix([tmp_path / "a", tmp_path / "b"], tmp_path / "out")
+    assert len(list((tmp_path / "out" / "cells").glob("*.jsonl"))) == 2
+
+    build_matrix([tmp_path / "a"], tmp_path / "out")
+
+    assert [p.name.split("-")[0] for p in (tmp_path / "out" / "cells").glob("*.jsonl")] == ["m1@e1"]
+
+
+def test_the_page_embeds_failing_cases_only_within_its_byte_budget(tmp_path):
+    huge = answer(content="x" * 50_000)
+    records = [record(f"single.c{n:03d}", "fail", body=huge) for n in range(400)]
+    write_results(tmp_path / "r", records + suite({"single.ok": "pass"}))
+
+    build_matrix([tmp_path / "r"], tmp_path / "out")
+
+    html_size = (tmp_path / "out" / "index.html").stat().st_size
+    assert html_size < 1_500_000
+    cell = cell_of(tmp_path / "out", "m1@e1", "page")
+    assert cell["failures_total"] == 400 and 0 < cell["details_shown"] <= len(cell["failures"]) <= 400
+    assert cell["details_shown"] < 400
+    assert "more characters" in cell["failures"][0]["detail"]["response"]  # one blob capped, not the page broken
+    assert len(cell_of(tmp_path / "out", "m1@e1")["failures"]) == 400  # matrix.json: all of them
+    details = tmp_path / "out" / cell["details_file"]
+    assert sum(1 for _ in details.open()) == 400
+
+
+def test_embedded_json_cannot_end_the_script_element():
+    text = embed_json({"a": "</script><script>alert(1)</script>", "b": "<!-- & -->"})
+    assert not set("<>&") & set(text)
+    assert json.loads(text) == {"a": "</script><script>alert(1)</script>", "b": "<!-- & -->"}
+
+
+def test_untrusted_text_stays_data_in_page_and_markdown(tmp_path):
+    evil = "<img src=x onerror=alert(1)>|`x`"
+    write_results(tmp_path / "r", [record("single.a", "fail", reason=f"</script><script>alert(2)</script>{evil}")],
+                  model=f"m{evil}")
+
+    build_matrix([tmp_path / "r"], tmp_path / "out")
+
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert html.count("</script>") == 2 and html.count("<script") == 2  # the data block and the page's script
+    assert "<img" not in html
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;\\|\\`x\\`" in md
+    table = [line for line in md.splitlines() if line.startswith("| m")]
+    assert len(re.findall(r"(?<!\\)\|", table[0])) == 3  # the pipe in the model id did not add a column
+
+
+def test_the_csp_admits_exactly_the_page_script(tmp_path):
+    write_results(tmp_path / "r", suite({"single.a": "pass"}))
+    build_matrix([tmp_path / "r"], tmp_path / "out")
+    html = (tmp_path / "out" / "index.html").read_text()
+
+    script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+
+
+def test_md_text_makes_one_inert_line():
+    assert md_text("a|b\n<c> [d](e) _f_") == "a\\|b &lt;c&gt; \\[d\\](e) \\_f\\_"
+
+
+def test_repro_command_for_a_spec_and_for_an_external_server():
+    spec = {"engine": {"id": "llamacpp", "launcher": "process"}, "model": {"id": "gemma3-270m", "served_name": "g"}}
+    ext = {"engine": {"id": "vllm", "launcher": "external", "base_url": "http://h:8000/v1"},
+           "model": {"id": "qwen", "served_name": "Qwen/Qwen3"}}
+    assert repro_command(repro_prefix(spec), "single.weather", "nonstream") == (
+        "pytest --engine=llamacpp --model=gemma3-270m -k 'single.weather and nonstream'")
+    assert repro_command(repro_prefix(ext), "a'; rm -rf ~", "stream") == (
+        "pytest --base-url=http://h:8000/v1 --model=Qwen/Qwen3 -k 'a'\"'\"'; rm -rf ~ and stream and not nonstream'")
+
+
+@pytest.mark.parametrize("mode", ["nonstream", "stream"])
+def test_the_diff_shows_expected_against_got_calls(mode):
+    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])
+    diff = expectation_diff(record("single.a", "fail", mode=mode, body=got))
+    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff
+    assert diff.startswith("--- expected\n+++ got")
+
+
+def test_key_flags_keep_tool_calling_flags_and_their_values():
+    flags = ["--port", "8080", "--jinja", "--tool-call-parser", "hermes", "-m", "/w.gguf", "--chat-template=x.jinja"]
+    assert key_flags(flags) == ["--jinja", "--tool-call-parser hermes", "--chat-template=x.jinja"]
