@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 import attrs
+from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from toolmatrix.matrix.detail import repro_command, repro_prefix
 from toolmatrix.matrix.load import Outcome, ResultsError, RunInfo, read_outcomes, read_run_info
@@ -219,11 +220,6 @@ def _xml(text: str) -> str:
 
 def write_junit(report: GateReport, path: Path) -> None:
     """One test per case x mode (failure = regression, skipped = not gated) and one per threshold."""
-    try:
-        from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
-    except ImportError:
-        raise GateInputError("--junit-xml needs junitparser: pip install 'toolmatrix[matrix]'") from None
-
     suite = TestSuite(_xml(f"toolmatrix gate {report.pair}"))
     for v in report.judgements:
         case = TestCase(_xml(f"{v.key[0]}[{v.key[1]}]"), classname=_xml(f"{report.pair}.{v.category}"))
