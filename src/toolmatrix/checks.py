@@ -495,7 +495,8 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
         return Verdict("pass", None, "")
     first = failed[0]
     reason = f"{first.name}: {first.detail}"
-    gaps = [f"{f}: {unsupported[f]}" for f in sorted(features) if f in unsupported]
+    # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).
+    gaps = [f"{f}: {unsupported[f]}" for f in sorted({*features, first.name}) if f in unsupported]
     if gaps:
         return Verdict("unsupported", first.blame, "; ".join(gaps) + f" ({reason})")
     http = next((r for r in failed if r.name.endswith("http_status")), None)

