@@ -97,7 +97,9 @@ class Runner:
         checks = run_checks(Evidence(case, exchange, self.family, case.expect, reference))
         record = self._record(case, mode, exchange, checks)
         message = exchange.message()
-        if case.followup is not None and message is not None and message.tool_calls:
+        # The second turn echoes the engine's calls back; broken ones would only test how it takes garbage.
+        if case.followup is not None and message is not None and message.tool_calls and all(
+                c.parsed_arguments() is not None for c in message.tool_calls):
             record["followup"], second = self._followup(case, mode, body, exchange)
             checks += second
         verdict = judge(checks, self.unsupported, case.features)
