@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.registry import cache_dir
 from toolmatrix.results import read_records, validate_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
@@ -32,8 +33,9 @@ def pytest_cmd(*args: str) -> list[str]:
 
 
 def llama_servers() -> list[str]:
+    """llama-server processes started from our cache (a container's, or a developer's own, are not ours)."""
     out = subprocess.run(["pgrep", "-af", "llama-server"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+    return [line for line in out.splitlines() if "pgrep" not in line and str(cache_dir()) in line]
 
 
 @pytest.fixture(scope="module")
