@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
     group.addoption("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key (the key is never written anywhere)")
     group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
+    group.addoption("--variant", metavar="NAME", help="docker variant of the engine spec, with --launcher=docker (e.g. llamacpp: cpu, local)")
     group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory (repeatable)")
     group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
@@ -105,8 +106,13 @@ class RunState:
             return ExternalLauncher(opt("--base-url"), self.model.served_name, self.engine_id)
         if self.engine is None:
             raise pytest.UsageError(f"--launcher={kind} needs --engine")
+        extra = {}
+        if opt("--variant"):
+            if kind != "docker":
+                raise pytest.UsageError(f"--variant picks a docker image; it needs --launcher=docker (not {kind})")
+            extra["variant"] = opt("--variant")
         try:
-            return LAUNCHERS[kind](self.engine, self.model, slots=opt("--slots"), run_id=self.run_id)
+            return LAUNCHERS[kind](self.engine, self.model, slots=opt("--slots"), run_id=self.run_id, **extra)
         except LaunchError as exc:  # the pair cannot be served this way: say why, start nothing
             raise pytest.UsageError(f"--launcher={kind}: {exc}") from None
 

@@ -112,3 +112,8 @@ def test_unknown_model_is_a_usage_error(tmp_path):
 def test_unreachable_base_url_is_a_clear_error(tmp_path):
     proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "x")
     assert proc.returncode == 4 and "cannot connect" in proc.stderr
+
+
+def test_variant_needs_the_docker_launcher(tmp_path):
+    proc = run_pytest(tmp_path, "--engine", "llamacpp", "--model", "gemma3-270m", "--variant", "local")
+    assert proc.returncode == 4 and "--variant picks a docker image; it needs --launcher=docker" in proc.stderr

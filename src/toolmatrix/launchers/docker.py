@@ -23,6 +23,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -309,13 +310,23 @@ def split_image(image: str) -> tuple[str, str]:
     return repository, tag
 
 
+def build_hint(spec: DockerSpec) -> str:
+    """How to build a never-pulled image; a script shipped in toolmatrix/data is named by its path here."""
+
+    def located(match: re.Match) -> str:
+        script = resources.files("toolmatrix.data").joinpath(match.group(0))
+        return str(script) if script.is_file() else match.group(0)
+
+    return re.sub(r"(?<![\w/.-])[\w.-]+\.sh\b", located, spec.build or "no build instructions in the engine spec")
+
+
 def ensure_image(client: Any, spec: DockerSpec, log: Callable[[str], None]) -> Any:
     """The image object, pulled first (with progress lines) when it is not on this machine."""
     try:
         return client.images.get(spec.image)
     except ImageNotFound:
         if not spec.pull:
-            raise LaunchError(f"image {spec.image} is not on this machine and is never pulled: {spec.build}") from None
+            raise LaunchError(f"image {spec.image} is not on this machine and is never pulled: {build_hint(spec)}") from None
     log(f"toolmatrix: pulling {spec.image} (once; later runs use the local copy)")
     repository, tag = split_image(spec.image)
     for event in client.api.pull(repository, tag=tag, stream=True, decode=True):

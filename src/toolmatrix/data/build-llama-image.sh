@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Build the local llama.cpp server image toolmatrix/llama-server:local with no registry (issue 3, item 7):
+# a rootfs holding the built llama-server, every library ldd lists for it (with their version symlinks), the
+# dynamic loader, a minimal /etc and /tmp, imported with `docker import`. The GGUF and the chat template are
+# not in the image: the docker launcher mounts them read-only (engines/llamacpp.yaml, variant `local`).
+# Idempotent: an existing image is kept unless --force.
+#   usage: build-llama-image.sh [--force] [LLAMA_SERVER_BINARY]
+#     binary default: $TOOLMATRIX_LLAMACPP_BIN, else ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin/llama-server
+#     (`toolmatrix install llamacpp` builds it there)
+#   env: TOOLMATRIX_LLAMA_IMAGE (default toolmatrix/llama-server:local)
+set -euo pipefail
+image="${TOOLMATRIX_LLAMA_IMAGE:-toolmatrix/llama-server:local}"
+force=0
+binary=""
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -*) echo "build-llama-image.sh: unknown option $arg" >&2; exit 2 ;;
+    *) binary="$arg" ;;
+  esac
+done
+binary="${binary:-${TOOLMATRIX_LLAMACPP_BIN:-${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}/bin/llama-server}}"
+
+if ! docker info >/dev/null 2>&1; then
+  echo "build-llama-image.sh: no docker daemon answers (start one: start-dockerd.sh)" >&2
+  exit 1
+fi
+if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
+  echo "image $image already exists ($(docker image inspect -f '{{.Id}}' "$image")); --force rebuilds it"
+  exit 0
+fi
+if [ ! -x "$binary" ]; then
+  echo "build-llama-image.sh: no llama-server at $binary (build it: toolmatrix install llamacpp)" >&2
+  exit 1
+fi
+binary="$(readlink -f "$binary")"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+root="$work/rootfs"
+mkdir -p "$root/usr/local/bin" "$root/etc" "$root/tmp" "$root/root" "$root/models"
+chmod 1777 "$root/tmp"
+
+# copy PATH into the rootfs at the same path; a symlink is kept as a symlink and its target copied too.
+copy_path() {
+  local path="$1"
+  while :; do
+    [ -e "$root$path" ] || [ -L "$root$path" ] && return 0
+    mkdir -p "$root$(dirname "$path")"
+    if [ -L "$path" ]; then
+      local target
+      target="$(readlink "$path")"
+      cp -P "$path" "$root$path"
+      case "$target" in /*) path="$target" ;; *) path="$(dirname "$path")/$target" ;; esac
+    else
+      cp "$path" "$root$path"
+      return 0
+    fi
+  done
+}
+
+# The binary, and any shared libraries built beside it (a BUILD_SHARED_LIBS build: libllama.so, libggml*.so),
+# go to /usr/local/bin together, so an $ORIGIN rpath and ggml's backend loading still find them.
+cp "$binary" "$root/usr/local/bin/llama-server"
+objects=("$binary")
+for lib in "$(dirname "$binary")"/lib*.so*; do
+  [ -e "$lib" ] || continue
+  cp -P "$lib" "$root/usr/local/bin/"
+  [ -L "$lib" ] || objects+=("$lib")
+done
+
+# Every library ldd lists for them, at the path ldd resolved (the /lib -> /usr/lib merge is flattened to a real
+# directory in the image), plus the loader. A library ldd cannot find stops the build: the image would not run.
+libs="$(ldd "${objects[@]}" 2>&1)" || true
+if grep -q "not found" <<<"$libs"; then
+  echo "build-llama-image.sh: ldd cannot resolve every library:" >&2
+  grep "not found" <<<"$libs" >&2
+  exit 1
+fi
+while read -r path; do
+  case "$path" in "$(dirname "$binary")"/*) continue ;; esac  # already beside the binary
+  copy_path "$path"  # ldd lists the soname link; copy_path keeps it and copies its target, as on the host
+done < <(grep -oE '(=> )?/[^ ]+ \(0x' <<<"$libs" | sed -E 's/^=> //; s/ \(0x$//' | sort -u)
+interp="$(grep -oE '/lib(64)?/ld-linux[^ ]*' <<<"$libs" | head -n 1)"
+copy_path "${interp:-/lib64/ld-linux-x86-64.so.2}"
+
+cat >"$root/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/false
+nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+EOF
+cat >"$root/etc/group" <<'EOF'
+root:x:0:
+nogroup:x:65534:
+EOF
+echo "hosts: files dns" >"$root/etc/nsswitch.conf"
+
+# The rootfs must run on its own: start the binary through the copied loader and libraries only.
+if ! env -i "$root${interp:-/lib64/ld-linux-x86-64.so.2}" --library-path "$root/usr/local/bin:$(
+     find "$root" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)" "$root/usr/local/bin/llama-server" --version \
+     >"$work/version.txt" 2>&1; then
+  echo "build-llama-image.sh: the rootfs's llama-server does not start:" >&2
+  cat "$work/version.txt" >&2
+  exit 1
+fi
+version="$(grep -m1 -oE 'version: [^ ]+( \([0-9a-f]+\))?' "$work/version.txt" || true)"
+sha="$(sha256sum "$binary" | cut -d' ' -f1)"
+lib_path="/usr/local/bin:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64"
+
+previous="$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)"
+tar -C "$root" --numeric-owner --owner=0 --group=0 -c . | docker import \
+  -c "ENV LD_LIBRARY_PATH=$lib_path" \
+  -c 'ENTRYPOINT ["/usr/local/bin/llama-server"]' \
+  -c 'EXPOSE 8080' \
+  -c "LABEL toolmatrix.llama-server.sha256=$sha" \
+  -c "LABEL toolmatrix.llama-server.version=\"${version#version: }\"" \
+  -m "toolmatrix: llama-server $sha from $binary" - "$image" >/dev/null
+current="$(docker image inspect -f '{{.Id}}' "$image")"
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+  docker image rm "$previous" >/dev/null 2>&1 || true  # the replaced image, unless a container still uses it
+fi
+echo "built $image ($(docker image inspect -f '{{.Id}}' "$image"), $(du -sh "$root" | cut -f1) rootfs," \
+     "llama-server ${version#version: })"
