@@ -49,12 +49,20 @@ def engine_row(engine: EngineSpec) -> dict[str, Any]:
     }
 
 
-def cmd_engines(args: argparse.Namespace) -> int:
+def _registry() -> tuple[dict, dict] | None:
+    """Engines and models, or None after printing every problem in the data files."""
     try:
-        engines, _ = load_registry()
+        return load_registry()
     except SpecErrors as exc:
         print(exc, file=sys.stderr)
+        return None
+
+
+def cmd_engines(args: argparse.Namespace) -> int:
+    registry = _registry()
+    if registry is None:
         return USAGE_ERROR
+    engines = registry[0]
     rows = [engine_row(engine) for engine in sorted(engines.values(), key=lambda e: e.id)]
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -126,11 +134,10 @@ PLANNERS = {"docker": docker_plan, "process": process_plan}
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    try:
-        engines, models = load_registry()
-    except SpecErrors as exc:
-        print(exc, file=sys.stderr)
+    registry = _registry()
+    if registry is None:
         return USAGE_ERROR
+    engines, models = registry
     for kind, wanted, known in (("engine", args.engine, engines), ("model", args.model, models)):
         if wanted not in known:
             print(f"toolmatrix plan: unknown {kind} {wanted!r}; known: {', '.join(sorted(known))}", file=sys.stderr)
