@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 import jsonschema
+import jsonschema_rs
 
 from toolmatrix.cases import Case, Expectation
 from toolmatrix.exchange import Call, Exchange, Message, stream_deltas
@@ -89,13 +90,18 @@ def check_http_status(ev: Evidence) -> tuple:
 
 
 @cache
-def _wire_validator(kind: str) -> jsonschema.Draft202012Validator:
+def _wire_validators(kind: str) -> tuple[Callable[[Any], bool], jsonschema.Draft202012Validator]:
+    # A fast yes/no (jsonschema-rs) for the common valid case; jsonschema words the problem when there is one.
     schema = load_schema("chat-response.schema.json")
-    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": schema["$defs"]})
+    wrapped = {"$ref": f"#/$defs/{kind}", "$defs": schema["$defs"]}
+    return jsonschema_rs.validator_for(wrapped).is_valid, jsonschema.Draft202012Validator(wrapped)
 
 
 def _schema_problem(kind: str, instance: Any) -> str | None:
-    error = jsonschema.exceptions.best_match(_wire_validator(kind).iter_errors(instance))
+    is_valid, validator = _wire_validators(kind)
+    if is_valid(instance):
+        return None
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

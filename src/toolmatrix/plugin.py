@@ -31,7 +31,8 @@ from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
-RECORD_KEY = "toolmatrix_record"
+RECORD_KEY = "toolmatrix_record"  # the record as one encoded JSON line
+VERDICT_KEY = "toolmatrix_verdict"  # (category, mode, verdict, blame) for the summary
 state_key = pytest.StashKey["RunState"]()
 
 
@@ -211,12 +212,13 @@ class Controller:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The single writer: records reach the controller inside the call report, from any worker."""
-        record = dict(report.user_properties).get(RECORD_KEY) if report.when == "call" else None
-        if record is None:
+        props = dict(report.user_properties) if report.when == "call" else {}
+        if RECORD_KEY not in props:
             return
-        self.state.verdicts.append((record["category"], record["mode"], record["verdict"], record["blame"]))
+        category, mode, verdict, blame = props[VERDICT_KEY]
+        self.state.verdicts.append((category, mode, verdict, blame))
         if self.state.writer is not None:
-            self.state.writer.write(record)
+            self.state.writer.write_line(props[RECORD_KEY], verdict)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
