@@ -72,7 +72,10 @@ class RunState:
         except SpecErrors as exc:
             raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
         self.case_files = [str(p) for p in case_files(paths)]
-        self.family = get_family(self.model.family)
+        try:
+            self.family = get_family(self.model.family)
+        except KeyError as exc:  # only reachable through TOOLMATRIX_FAMILY: registry families are validated
+            raise pytest.UsageError(f"TOOLMATRIX_FAMILY: {exc.args[0]}") from None
         self.launcher: Any = None
         self.writer: RecordWriter | None = None
         self.endpoint: dict[str, str] | None = None
@@ -94,8 +97,8 @@ class RunState:
             engine = engines[engine_id]
         if model_id in models:
             return engine, models[model_id]
-        if base_url:  # any served model name works against a URL; its family is unknown -> hermes markers
-            return engine, ModelSpec(model_id, model_id, os.environ.get("TOOLMATRIX_FAMILY", "hermes"), model_id, {}, None, (), {})
+        if base_url:  # any served model name works against a URL; its format: TOOLMATRIX_FAMILY, else Hermes
+            return engine, ModelSpec.served_as(model_id, os.environ.get("TOOLMATRIX_FAMILY", "hermes"))
         raise pytest.UsageError(f"--model {model_id!r}: unknown model; known: {', '.join(sorted(models))}")
 
     def make_launcher(self) -> Any:

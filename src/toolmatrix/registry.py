@@ -251,6 +251,12 @@ class ModelSpec:
             unsupported=dict(data.get("unsupported", {})),
         )
 
+    @classmethod
+    def served_as(cls, name: str, family: str) -> ModelSpec:
+        """A model outside the registry, known only by the name a server serves it under."""
+        return cls(id=name, title=name, family=family, served_name=name, weights={}, chat_template=None,
+                   prelude=(), request_defaults={})
+
     def weights_source(self, kind: str) -> WeightsSource | None:
         """The model's weights of one kind, normalised: a local path wins over a hub repository."""
         data = self.weights.get(kind)

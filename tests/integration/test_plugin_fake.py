@@ -117,3 +117,9 @@ def test_unreachable_base_url_is_a_clear_error(tmp_path):
 def test_variant_needs_the_docker_launcher(tmp_path):
     proc = run_pytest(tmp_path, "--engine", "llamacpp", "--model", "gemma3-270m", "--variant", "local")
     assert proc.returncode == 4 and "--variant picks a docker image; it needs --launcher=docker" in proc.stderr
+
+
+def test_unknown_family_for_a_url_is_a_usage_error(tmp_path):
+    env = {**__import__("os").environ, "TOOLMATRIX_FAMILY": "no_such_format"}
+    proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "x", env=env)
+    assert proc.returncode == 4 and "TOOLMATRIX_FAMILY" in proc.stderr and "no_such_format" in proc.stderr
