@@ -44,7 +44,6 @@ class Message:
     reasoning: str | None
     tool_calls: tuple[Call, ...]
     finish_reason: Any
-    raw_tool_calls: Any = None  # the tool_calls value as sent (to tell a list from an object or null)
 
 
 @attrs.frozen
@@ -107,7 +106,6 @@ def message_from_response(body: Any) -> Message | None:
         reasoning=_reasoning(message),
         tool_calls=calls,
         finish_reason=choice.get("finish_reason"),
-        raw_tool_calls=raw_calls,
     )
 
 
@@ -172,5 +170,4 @@ def assemble_stream(chunks: tuple[Any, ...]) -> Message:
         reasoning="".join(reasoning) if reasoning else None,
         tool_calls=tuple(b.build() for b in builders.values()),
         finish_reason=finish,
-        raw_tool_calls=None,
     )
