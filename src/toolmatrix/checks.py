@@ -45,9 +45,10 @@ class Evidence:
     family: Family
     expect: Expectation  # the case's expectation, or its followup's for a second turn
     reference: Exchange | None = None  # non-streamed answer to compare a stream with
+    message: Message | None = attrs.field(init=False)  # the answer, reassembled once for every check
 
-    @property
-    def message(self) -> Message | None:
+    @message.default
+    def _reassemble(self) -> Message | None:
         return self.exchange.message()
 
 
