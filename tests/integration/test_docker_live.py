@@ -84,7 +84,8 @@ def container_events(client, run_id: str, since: float) -> Counter:
 def docker_run(client, image, tmp_path_factory):
     results = tmp_path_factory.mktemp("docker")
     started = time.time()
-    proc = subprocess.run(pytest_cmd("-n", "2", "-k", SUBSET, "--results-dir", str(results)),
+    # -n 4 (more workers than cores): still one container, shared by every worker.
+    proc = subprocess.run(pytest_cmd("-n", "4", "-k", SUBSET, "--results-dir", str(results)),
                           cwd=tmp_path_factory.getbasetemp(), capture_output=True, text=True, timeout=3000)
     run = json.loads((results / "run.json").read_text()) if (results / "run.json").exists() else {}
     return proc, results, run, started
@@ -115,7 +116,7 @@ def test_container_started_once_and_removed(docker_run, client):
     events = container_events(client, run["run_id"], started)
     assert (events["create"], events["start"], events["destroy"]) == (1, 1, 1), events
     assert len(re.findall(r"toolmatrix: gemma3-270m@llamacpp ready at", proc.stdout)) == 1
-    assert "created: 2/2 workers" in proc.stdout
+    assert "created: 4/4 workers" in proc.stdout
     assert containers(client, **{LABEL_RUN: run["run_id"]}) == []
     assert containers(client, **{LABEL_RUN: None}) == [], "no toolmatrix container is left on this machine"
 
