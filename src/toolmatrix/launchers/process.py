@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -21,7 +22,7 @@ from typing import Any
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
 from toolmatrix.registry import EngineSpec, ModelSpec, cache_dir
-from toolmatrix.weights import WeightsError, gguf_path, sha256_of
+from toolmatrix.weights import WeightsError, gguf_path, local_weights, sha256_of
 
 _PR_SET_PDEATHSIG = 1
 
@@ -39,11 +40,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def venv_dir(engine: EngineSpec) -> Path:
+    """Where an engine that is a Python package gets its own virtual environment (its pins never meet ours)."""
+    return cache_dir() / "venvs" / engine.id
+
+
 def find_binary(engine: EngineSpec) -> Path | None:
     name = engine.process["binary"]
-    override = os.environ.get(f"TOOLMATRIX_{engine.id.upper()}_BIN")
+    override = os.environ.get(f"TOOLMATRIX_{engine.id.upper().replace('-', '_')}_BIN")
     if override:
         return Path(override)
+    if "venv" in engine.process:  # complete only once every install step has run
+        venv = venv_dir(engine)
+        return venv / "bin" / name if (venv / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
     if cached.is_file():
         return cached
@@ -51,8 +60,32 @@ def find_binary(engine: EngineSpec) -> Path | None:
     return Path(found) if found else None
 
 
+INSTALLED = "toolmatrix-installed"
+
+
+def install_venv(engine: EngineSpec) -> Path:
+    """Create the engine's virtual environment from the pip steps of its spec (process.venv)."""
+    spec, venv = engine.process["venv"], venv_dir(engine)
+    print(f"toolmatrix: installing {engine.title} into {venv} (once)", file=sys.stderr, flush=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    commands = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
+    commands += [[*pip, "install", *step] for step in spec["steps"]]
+    if spec.get("remove"):
+        commands.append([*pip, "uninstall", "-y", *spec["remove"]])
+    env = {**os.environ, **spec.get("env", {})}
+    for command in commands:
+        result = subprocess.run(command, stdout=sys.stderr, env=env)
+        if result.returncode != 0:
+            raise LaunchError(f"installing {engine.id} failed (exit {result.returncode}): {shlex.join(command)}")
+    freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
+    (venv / INSTALLED).write_text(freeze)  # also what run.json reports as the engine's exact versions
+    return venv / "bin" / engine.process["binary"]
+
+
 def install_binary(engine: EngineSpec) -> Path:
-    """Run the engine's install script (e.g. build llama-server from source) into the cache."""
+    """Build or install the engine into the cache: its venv steps, or its install script (llama-server)."""
+    if "venv" in engine.process:
+        return install_venv(engine)
     script = engine.process.get("install")
     if not script:
         raise LaunchError(f"{engine.process['binary']} not found (set TOOLMATRIX_{engine.id.upper()}_BIN or put it on PATH)")
@@ -78,29 +111,34 @@ class ProcessLauncher:
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
         self.weights: Path | None = None
+        self.values: dict[str, str] = {}
         self.root_url = ""
 
-    def command(self, port: int) -> list[str]:
+    def command(self, port: int, fetch: bool = True) -> list[str]:
+        """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
+        source = self.model.weights_source(self.engine.weights_kind)
+        python = venv_dir(self.engine) / "bin" / "python" if "venv" in self.engine.process else None
         try:
-            self.weights = gguf_path(self.model) if self.engine.weights_kind == "gguf" else None
+            self.weights = local_weights(self.model, source, fetch, python) if source else None
         except WeightsError as exc:
             raise LaunchError(str(exc)) from None
-        values = {
+        self.values = {
             "host": "127.0.0.1", "port": str(port), "weights": str(self.weights or ""),
             "chat_template": str(self.model.chat_template or ""), "served_name": self.model.served_name,
             "slots": str(self.slots), "ctx_size": str(context_size(self.slots)), "threads": str(os.cpu_count() or 2),
+            "last_cpu": str((os.cpu_count() or 1) - 1),
         }
-        args = [a.format(**values) for a in self.engine.process["args"]]
+        args = [a.format(**self.values) for a in self.engine.process["args"]]
         if not self.model.chat_template:  # drop a template flag with nothing to pass
             args = [a for i, a in enumerate(args) if a and not (i + 1 < len(args) and args[i + 1] == "")]
-        return args + list(self.engine.family_args.get(self.model.family, ()))
+        return args + list(self.engine.tool_args(self.model))
 
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
         port = free_port()
         self.argv = [str(binary), *self.command(port)]
         self.root_url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, **self.engine.process.get("env", {})}
+        env = {**os.environ, **{k: v.format(**self.values) for k, v in self.engine.process.get("env", {}).items()}}
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, preexec_fn=_die_with_parent, start_new_session=True)
@@ -110,7 +148,7 @@ class ProcessLauncher:
         except BaseException:
             self.stop()  # never leave a half-started engine behind
             raise
-        return Endpoint(self.root_url + self.engine.api_prefix, self.model.served_name)
+        return Endpoint(self.root_url + self.engine.api_prefix, self.engine.served_model.format(**self.values))
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -141,9 +179,24 @@ class ProcessLauncher:
             "image": None,
             "image_digest": None,
             "binary": self.argv[0] if self.argv else None,
+            "packages": self.packages(),
             "log": str(self.log_path),
         }
 
+    def packages(self) -> list[str] | None:
+        """Exact versions of a Python engine's environment (pip freeze at install time)."""
+        if "venv" not in self.engine.process:
+            return None
+        installed = venv_dir(self.engine) / INSTALLED
+        return installed.read_text().split() if installed.is_file() else None
+
     def weights_info(self) -> dict[str, Any]:
-        return {"weights": str(self.weights) if self.weights else None,
-                "weights_sha256": sha256_of(self.weights) if self.weights else None}
+        if self.weights is None:
+            return {"weights": None, "weights_sha256": None}
+        if self.weights.is_file():
+            return {"weights": str(self.weights), "weights_sha256": sha256_of(self.weights)}
+        source = self.model.weights_source(self.engine.weights_kind)
+        if source is not None and source.from_gguf:  # a folder converted from a GGUF: fingerprint the GGUF
+            gguf = gguf_path(self.model)
+            return {"weights": f"{self.weights} (converted from {gguf.name})", "weights_sha256": sha256_of(gguf)}
+        return {"weights": str(self.weights), "weights_sha256": None}
