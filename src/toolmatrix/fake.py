@@ -7,7 +7,11 @@ in ``Reply.faults`` bends that answer the way some real engine was seen to.
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
+import os
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -189,12 +193,12 @@ def _invalid_tool_choice(body: dict) -> bool:
 class FakeServer:
     """``with FakeServer(responder) as server:`` then point a client at ``server.base_url``."""
 
-    def __init__(self, responder: Responder, hang_s: float = 30.0):
+    def __init__(self, responder: Responder, hang_s: float = 30.0, port: int = 0):
         self.responder = responder
         self.hang_s = hang_s
         self.requests: list[dict] = []
         self.authorizations: list[str | None] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -257,3 +261,42 @@ class FakeServer:
                     self._send(status, json.dumps(answer, ensure_ascii=False).encode(), "application/json")
 
         return Handler
+
+
+def first_tool(body: dict) -> Reply:
+    """A fixed 'model': it calls the first offered tool with no arguments, or greets when no tool is offered."""
+    tools = body.get("tools") or []
+    return Reply(calls=((tools[0]["function"]["name"], {}),)) if tools else Reply(content="Hello!")
+
+
+DIED = 3  # the exit status of --die-after
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m toolmatrix.fake --port N``: the fake as a process, answering like ``first_tool``.
+
+    It can stand in for an engine binary (``TOOLMATRIX_LLAMACPP_BIN`` pointing at a script that runs it): the
+    arguments it does not know, such as llama-server's, are ignored. ``--die-after N`` exits on the chat request
+    after the Nth without answering it, as an engine that crashes mid-run.
+    """
+    parser = argparse.ArgumentParser(prog="python -m toolmatrix.fake", allow_abbrev=False)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each chat answer")
+    parser.add_argument("--die-after", type=int, metavar="N", help=f"exit with status {DIED} on chat request N+1")
+    args, _ = parser.parse_known_args(argv)
+    answered = itertools.count(1)
+
+    def responder(body: dict) -> Reply:
+        if args.die_after is not None and next(answered) > args.die_after:
+            print(f"fake engine: dying after {args.die_after} chat requests", file=sys.stderr, flush=True)
+            os._exit(DIED)  # at once, from this handler thread: connections are cut as in a crash
+        time.sleep(args.delay)
+        return first_tool(body)
+
+    with FakeServer(responder, port=args.port) as server:
+        print(f"fake engine listening at {server.base_url}", file=sys.stderr, flush=True)
+        server._thread.join()
+
+
+if __name__ == "__main__":
+    main()

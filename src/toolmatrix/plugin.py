@@ -20,7 +20,9 @@ import pytest
 
 from toolmatrix.cases import Case, case_files, load_cases
 from toolmatrix.client import Target, make_client
+from toolmatrix.enginewatch import EngineDeath, EngineWatch
 from toolmatrix.exchange import MODES
+from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry
@@ -54,6 +56,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def target_requested(config: pytest.Config) -> bool:
     return bool(config.getoption("--engine") or config.getoption("--base-url"))
+
+
+def launcher_kind(config: pytest.Config) -> str:
+    return config.getoption("--launcher") or ("external" if config.getoption("--base-url") else "process")
 
 
 class RunState:
@@ -103,7 +109,7 @@ class RunState:
 
     def make_launcher(self) -> Any:
         opt = self.config.getoption
-        kind = opt("--launcher") or ("external" if opt("--base-url") else "process")
+        kind = launcher_kind(self.config)
         if kind == "external":
             if not opt("--base-url"):
                 raise pytest.UsageError("--launcher=external needs --base-url")
@@ -128,7 +134,7 @@ class RunState:
                       Profile(self.model.prelude, self.model.request_defaults),
                       self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id)
 
-    def run_info(self, finished: datetime | None, exit_status: str) -> dict:
+    def run_info(self, finished: datetime | None, exit_status: str, engine_death: dict | None) -> dict:
         describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,
                                                                    "launcher": "external", "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
@@ -148,6 +154,7 @@ class RunState:
             "cases": self.case_files,
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
+            "engine_death": engine_death,
         }
 
 
@@ -192,6 +199,11 @@ class Controller:
         self.state = state
         self.exit_status = "complete"
         self.page: Path | None = None
+        self.watch: EngineWatch | None = None
+
+    @property
+    def death(self) -> EngineDeath | None:
+        return self.watch.death if self.watch else None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -207,6 +219,7 @@ class Controller:
         except LaunchError as exc:
             raise pytest.UsageError(f"could not start {state.engine_id} with {state.model.id}: {exc}") from None
         state.endpoint = {"base_url": endpoint.base_url, "model": endpoint.served_model}
+        self.watch = EngineWatch(state.launcher)
         config.get_terminal_writer().line(
             f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
             f"in {time.monotonic() - started:.1f}s")
@@ -219,14 +232,19 @@ class Controller:
         if RECORD_KEY not in props:
             return
         category, mode, verdict, blame = props[VERDICT_KEY]
+        line, verdict, blame = self.watch.observe(props[RECORD_KEY], verdict, blame)
         self.state.verdicts.append((category, mode, verdict, blame))
         if self.state.writer is not None:
-            self.state.writer.write_line(props[RECORD_KEY], verdict)
+            self.state.writer.write_line(line, verdict)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C or SIGTERM (xdist swallows the interrupt hook)
             self.exit_status = "interrupted"
+        elif self.death is not None:
+            self.exit_status = "engine_died"
+            if exitstatus != pytest.ExitCode.INTERNAL_ERROR:
+                session.exitstatus = ENGINE_DIED  # pytest returns what this hook leaves here
         self.finish()
 
     def pytest_unconfigure(self) -> None:
@@ -234,7 +252,8 @@ class Controller:
 
     def finish(self) -> None:
         state = self.state
-        info = state.run_info(datetime.now(timezone.utc), self.exit_status) if state.writer else None
+        death = self.death.to_dict() if self.death else None
+        info = state.run_info(datetime.now(timezone.utc), self.exit_status, death) if state.writer else None
         if state.launcher is not None:
             state.launcher.stop()
         if state.writer is not None and info is not None:
@@ -267,6 +286,12 @@ class Controller:
             terminalreporter.write_line(f"results: {Path(results) / 'results.jsonl'} and {Path(results) / RUN}")
         if self.page:
             terminalreporter.write_line(f"matrix page: {self.page}  (merge runs: toolmatrix matrix build DIR... -o OUT)")
+        if self.death:
+            death = self.death
+            terminalreporter.write_line(
+                f"{death.summary} after {death.records_before} records: every later failed case is an error "
+                f"(exit code {ENGINE_DIED}); engine log tail:", red=True, bold=True)
+            terminalreporter.write_line(death.log_tail)
 
 
 def _stop_on_sigterm() -> None:

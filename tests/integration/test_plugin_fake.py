@@ -13,18 +13,13 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cases import load_cases
-from toolmatrix.fake import FakeServer, Reply
+from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records, validate_results
 
 pytestmark = pytest.mark.xdist_group("plugin-fake")  # one module-scoped run, shared by these tests
 ROOT = Path(__file__).parents[2]
 LIBRARY = load_cases([data_root() / "cases"])
-
-
-def first_tool(body: dict) -> Reply:
-    tools = body.get("tools") or []
-    return Reply(calls=((tools[0]["function"]["name"], {}),)) if tools else Reply(content="Hello!")
 
 
 def run_pytest(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,0 +1,50 @@
+"""Exit codes of a suite run: pytest's own, plus one of toolmatrix's, and which of them is worst.
+
+pytest uses 0-5; toolmatrix adds ``ENGINE_DIED`` (6): the engine it started stopped in the middle of the run,
+so the results end in ``error`` records that say nothing about tool calling. ``worst`` picks the exit code of
+an invocation that ran several pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import pytest
+
+ENGINE_DIED = 6
+
+# Worst first. An interrupted run (2) stopped every pair after it; a crash of the harness (3) is a bug of ours;
+# a dead engine (6) or one that could not start (4, pytest's usage error) says nothing about tool calling;
+# failed cases (1) are the normal result of a weak model; no case selected (5) is a filter that matched nothing.
+SEVERITY = (
+    pytest.ExitCode.INTERRUPTED,
+    pytest.ExitCode.INTERNAL_ERROR,
+    ENGINE_DIED,
+    pytest.ExitCode.USAGE_ERROR,
+    pytest.ExitCode.TESTS_FAILED,
+    pytest.ExitCode.NO_TESTS_COLLECTED,
+    pytest.ExitCode.OK,
+)
+MEANING = {
+    pytest.ExitCode.OK: "every case passed",
+    pytest.ExitCode.TESTS_FAILED: "some cases failed",
+    pytest.ExitCode.INTERRUPTED: "interrupted",
+    pytest.ExitCode.INTERNAL_ERROR: "internal error",
+    pytest.ExitCode.USAGE_ERROR: "usage error, or the engine could not start",
+    pytest.ExitCode.NO_TESTS_COLLECTED: "no case selected",
+    ENGINE_DIED: "engine died",
+}
+
+
+def known(code: int) -> int:
+    """``code`` itself, or INTERNAL_ERROR for anything else (e.g. a child pytest killed by a signal)."""
+    return code if code in SEVERITY else pytest.ExitCode.INTERNAL_ERROR
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most severe of ``codes`` by ``SEVERITY`` (0 for none)."""
+    return min((known(code) for code in codes), key=SEVERITY.index, default=pytest.ExitCode.OK)
+
+
+def meaning(code: int) -> str:
+    return MEANING.get(code, f"killed by signal {-code}" if code < 0 else "unknown exit code")
