@@ -3,7 +3,8 @@
 ``pytest`` alone tests the harness; ``pytest --engine=E --model=M`` (or ``--base-url=URL --model=M``) runs the
 compatibility suite instead. The controller (the only process without ``workerinput``) loads and validates
 the case library, starts the engine once, hands its URL to xdist workers through ``workerinput``, writes every
-record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM.
+record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. Comma lists in ``--engine`` or
+``--model`` run one child pytest per pair instead (``pairs``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
+from toolmatrix.pairs import run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry
 from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
 from toolmatrix.runinfo import hardware, toolmatrix_version
@@ -40,8 +42,8 @@ state_key = pytest.StashKey["RunState"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("toolmatrix", "tool-calling compatibility suite")
-    group.addoption("--engine", metavar="ENGINE", help="engine spec id (engines/ENGINE.yaml), e.g. llamacpp")
-    group.addoption("--model", metavar="MODEL", help="model id from engines/models.yaml, or the served model name with --base-url")
+    group.addoption("--engine", metavar="ENGINE", help="engine spec id (engines/ENGINE.yaml), e.g. llamacpp; a,b: several pairs, in turn")
+    group.addoption("--model", metavar="MODEL", help="model id from engines/models.yaml, or the served model name with --base-url; a,b: several pairs")
     group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
     group.addoption("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key (the key is never written anywhere)")
     group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
@@ -60,6 +62,13 @@ def target_requested(config: pytest.Config) -> bool:
 
 def launcher_kind(config: pytest.Config) -> str:
     return config.getoption("--launcher") or ("external" if config.getoption("--base-url") else "process")
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """Comma lists in --engine/--model: run each pair in a child pytest, one after another (pairs.py)."""
+    if not target_requested(config) or not wants_pairs(config) or config.option.help or config.option.version:
+        return None
+    return run_pairs(config, launcher_kind(config))
 
 
 class RunState:

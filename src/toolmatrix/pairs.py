@@ -1,0 +1,205 @@
+"""Several pairs in one invocation: ``pytest --engine=vllm,sglang --model=qwen3,llama3.1``.
+
+The cross product of the two lists runs one pair after another (two engines at once would compete for GPU
+memory), each in a child ``pytest`` with the same arguments but one engine and one model. So every pair is an
+ordinary run: its engine started once, its results in ``DIR/MODEL@ENGINE`` when ``--results-dir DIR`` is given.
+A pair the engine cannot serve is not started and is listed as ``not run`` with the reason. SIGINT or SIGTERM
+is passed to the running child, which stops its engine in order, and no further pair starts. At the end come
+one matrix page of every pair (``DIR/matrix``), a line per pair, and the worst exit code of the pairs
+(``exitcodes.SEVERITY``).
+
+With ``--base-url`` there is one server: ``--model`` may list several names it serves, ``--engine`` only one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import attrs
+import pytest
+
+from toolmatrix import exitcodes
+from toolmatrix.registry import load_registry
+from toolmatrix.results import RUN
+from toolmatrix.specs import SpecErrors
+
+LISTS = ("--engine", "--model")
+RESULTS = "--results-dir"
+_PR_SET_PDEATHSIG = 1
+
+
+def split_ids(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def wants_pairs(config: pytest.Config) -> bool:
+    """True when --engine or --model lists several ids."""
+    return any("," in (config.getoption(option) or "") for option in LISTS)
+
+
+@attrs.frozen
+class Pair:
+    model: str
+    engine: str | None  # None: --base-url without --engine
+    refusal: str | None = None  # why the engine cannot serve the model; such a pair is not started
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}@{self.engine or 'external'}"
+
+    def results_dir(self, root: Path) -> Path:
+        return root / re.sub(r"[^\w.@+-]+", "_", self.name)  # a served name such as Qwen/Qwen3-8B is one folder
+
+
+def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | None, launcher: str) -> list[Pair]:
+    """Every pair of the lists, engine by engine; unknown ids are a usage error, before anything starts."""
+    engine_ids, model_ids = split_ids(engine_list), split_ids(model_list)
+    if not model_ids:
+        raise pytest.UsageError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
+    if base_url and len(engine_ids) > 1:
+        raise pytest.UsageError(f"--base-url reaches one server: --engine names one engine, not {engine_list!r}")
+    try:
+        engines, models = load_registry()
+    except SpecErrors as exc:
+        raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
+    unknown = [f"--engine {e!r}: unknown engine" for e in engine_ids if e not in engines]
+    if not base_url:  # against a URL a model is any name the server serves
+        unknown += [f"--model {m!r}: unknown model" for m in model_ids if m not in models]
+    if unknown:
+        raise pytest.UsageError("; ".join(unknown) + f"\nknown engines: {', '.join(sorted(engines))}"
+                                f"\nknown models: {', '.join(sorted(models))}")
+    if base_url or launcher == "external":  # nothing is started: the server serves what it serves
+        return [Pair(model, engine) for engine in engine_ids or [None] for model in model_ids]
+    return [Pair(model, engine, engines[engine].refusal(models[model], launcher))
+            for engine in engine_ids for model in model_ids]
+
+
+def child_args(args: Sequence[str], pair: Pair, results: Path | None) -> list[str]:
+    """The invocation's arguments with the pair's one engine, one model and results directory."""
+    replaced = (*LISTS, RESULTS)
+    kept: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+        elif arg in replaced:
+            skip_value = True  # `--engine a,b`: the value is the next argument
+        elif not arg.startswith(tuple(f"{option}=" for option in replaced)):
+            kept.append(arg)
+    kept.append(f"--model={pair.model}")
+    if pair.engine:
+        kept.append(f"--engine={pair.engine}")
+    if results is not None:
+        kept.append(f"{RESULTS}={results}")
+    return kept
+
+
+def _terminate_with_parent() -> None:
+    # A child whose parent was killed outright gets SIGTERM, and stops its engine in order.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass  # not Linux
+
+
+class PairRunner:
+    """Runs the children one at a time and passes SIGINT/SIGTERM on to the one running."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = cwd
+        self.child: subprocess.Popen | None = None
+        self.stopped_by: int | None = None
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        self.stopped_by = signum
+        if self.child is not None:
+            self.child.send_signal(signum)  # a no-op once the child has been reaped
+
+    def run(self, args: list[str]) -> int:
+        # Its own session: a Ctrl-C in the terminal reaches the child once, through on_signal, not twice.
+        self.child = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=self.cwd,
+                                      start_new_session=True, preexec_fn=_terminate_with_parent)
+        if self.stopped_by is not None:  # the signal came while the child was being started
+            self.child.send_signal(self.stopped_by)
+        try:
+            return self.child.wait()
+        finally:
+            self.child = None
+
+
+def _counts(results: Path | None) -> str:
+    try:
+        counts = json.loads((results / RUN).read_text())["counts"]
+    except (TypeError, OSError, ValueError, KeyError):
+        return ""
+    return "; " + ", ".join(f"{verdict} {number}" for verdict, number in counts.items())
+
+
+def run_pairs(config: pytest.Config, launcher: str) -> int:
+    """Run every pair of --engine × --model in turn; returns the worst exit code of those that ran."""
+    opt = config.getoption
+    pairs = plan_pairs(opt("--engine"), opt("--model"), opt("--base-url"), launcher)
+    if all(pair.refusal for pair in pairs):
+        raise pytest.UsageError("no pair can run:\n" + "\n".join(f"{p.name}: {p.refusal}" for p in pairs))
+    root = Path(opt(RESULTS)) if opt(RESULTS) else None
+    runner = PairRunner(config.invocation_params.dir)
+    previous = {sig: signal.signal(sig, runner.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    outcomes: dict[Pair, int] = {}
+    try:
+        for number, pair in enumerate(pairs, 1):
+            if runner.stopped_by is not None:
+                break
+            print(f"toolmatrix: pair {number}/{len(pairs)}: {pair.name}"
+                  + (f": not run: {pair.refusal}" if pair.refusal else ""), flush=True)
+            if pair.refusal:
+                continue
+            results = pair.results_dir(root) if root else None
+            outcomes[pair] = runner.run(child_args(config.invocation_params.args, pair, results))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    page = None
+    if root and not opt("--no-matrix"):
+        page = _combined_page(root, [pair.results_dir(root) for pair in outcomes])
+    _print_summary(pairs, outcomes, root, page, runner.stopped_by)
+    codes = list(outcomes.values()) + ([pytest.ExitCode.INTERRUPTED] if runner.stopped_by else [])
+    return exitcodes.worst(codes)
+
+
+def _combined_page(root: Path, dirs: list[Path]) -> Path | None:
+    from toolmatrix.matrix import build_matrix
+
+    found = [d for d in dirs if (d / RUN).is_file()]
+    if not found:
+        return None
+    try:
+        build_matrix(found, root / "matrix")
+    except Exception as exc:  # noqa: BLE001 - every pair's results are already on disk
+        print(f"toolmatrix: combined matrix page not built: {exc}", flush=True)
+        return None
+    return root / "matrix" / "index.html"
+
+
+def _print_summary(pairs: list[Pair], outcomes: dict[Pair, int], root: Path | None, page: Path | None,
+                   stopped_by: int | None) -> None:
+    lines = [f"{'=' * 20} toolmatrix: {len(outcomes)} of {len(pairs)} pairs run {'=' * 20}"]
+    for pair in pairs:
+        results = pair.results_dir(root) if root else None
+        if pair in outcomes:
+            code = outcomes[pair]
+            where = f"; {results}" if results else ""
+            lines.append(f"{pair.name}: exit {code} ({exitcodes.meaning(code)}){_counts(results)}{where}")
+        elif pair.refusal:
+            lines.append(f"{pair.name}: not run: {pair.refusal}")
+        else:
+            lines.append(f"{pair.name}: not run: stopped by {signal.Signals(stopped_by).name}")
+    if page:
+        lines.append(f"matrix page of every pair: {page}")
+    print("\n".join(lines), flush=True)

@@ -1,0 +1,51 @@
+"""Several pairs in one invocation: the plan of pairs, the child's arguments, the exit code of the whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.exitcodes import ENGINE_DIED, worst
+from toolmatrix.pairs import Pair, child_args, plan_pairs
+
+
+def test_cross_product_engine_by_engine_with_refusals():
+    pairs = plan_pairs("llamacpp,llama-cpp-python", "gemma3-270m,qwen3", None, "process")
+    assert [p.name for p in pairs] == ["gemma3-270m@llamacpp", "qwen3@llamacpp", "gemma3-270m@llama-cpp-python",
+                                       "qwen3@llama-cpp-python"]
+    assert [p.refusal is None for p in pairs] == [True, False, True, False]
+    assert "loads local weights only" in pairs[1].refusal
+
+
+@pytest.mark.parametrize(("engines", "models", "base_url", "message"), [
+    ("llamacpp,nope", "gemma3-270m", None, "--engine 'nope': unknown engine"),
+    ("llamacpp", "gemma3-270m,nope", None, "--model 'nope': unknown model"),
+    ("llamacpp,vllm", "a,b", "http://gpu:8000/v1", "--base-url reaches one server"),
+])
+def test_unknown_ids_and_several_engines_at_one_url_are_usage_errors(engines, models, base_url, message):
+    with pytest.raises(pytest.UsageError, match=message):
+        plan_pairs(engines, models, base_url, "external" if base_url else "process")
+
+
+def test_one_url_serves_several_model_names():
+    pairs = plan_pairs(None, "Qwen/Qwen3-8B,llama3.1", "http://gpu:8000/v1", "external")
+    assert [(p.name, p.refusal) for p in pairs] == [("Qwen/Qwen3-8B@external", None), ("llama3.1@external", None)]
+    assert pairs[0].results_dir(Path("r")) == Path("r/Qwen_Qwen3-8B@external")
+
+
+def test_child_gets_one_engine_one_model_and_its_own_results_dir():
+    args = ["-n", "2", "--engine", "a,b", "--model=m1,m2", "--results-dir", "out", "-k", "single", "--results-dir=x"]
+    pair = Pair("m2", "b")
+    assert child_args(args, pair, Path("out/m2@b")) == ["-n", "2", "-k", "single", "--model=m2", "--engine=b",
+                                                        "--results-dir=out/m2@b"]
+    assert child_args(["--base-url=u", "--model", "x,y"], Pair("y", None), None) == ["--base-url=u", "--model=y"]
+
+
+def test_worst_exit_code():
+    assert worst([0, 1, ENGINE_DIED, 5]) == ENGINE_DIED
+    assert worst([ENGINE_DIED, 2]) == 2
+    assert worst([1, 4]) == 4
+    assert worst([0, 5]) == 5
+    assert worst([1, -9]) == 3  # a child killed by a signal: an internal error, never a pass
+    assert worst([]) == 0
