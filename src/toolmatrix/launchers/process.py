@@ -172,7 +172,8 @@ class ProcessLauncher:
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.engine.id,
-            "version": probe_version(self.root_url, self.engine.version_probe) if self.alive() else None,
+            "version": (probe_version(self.root_url, self.engine.version_probe) if self.alive() else None)
+                       or self.package_version(),
             "launcher": self.kind,
             "flags": self.argv[1:],
             "base_url": self.root_url + self.engine.api_prefix,
@@ -182,6 +183,16 @@ class ProcessLauncher:
             "packages": self.packages(),
             "log": str(self.log_path),
         }
+
+    def package_version(self) -> str | None:
+        """The installed version of the package that is the engine (for servers that do not tell theirs)."""
+        venv = self.engine.process.get("venv")
+        wanted = venv["package"].lower().replace("_", "-") if venv else None
+        for line in self.packages() or ():
+            name, _, version = line.partition("==")
+            if name.lower().replace("_", "-") == wanted:
+                return version
+        return None
 
     def packages(self) -> list[str] | None:
         """Exact versions of a Python engine's environment (pip freeze at install time)."""
