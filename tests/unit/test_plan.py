@@ -279,3 +279,13 @@ def test_engines_table_and_json(capsys):
     assert rows["ollama"]["readiness"] == ["/api/version", "POST /api/pull", "POST /api/show"]
     assert rows["ollama"]["families"] == "all but gemma3" and rows["vllm"]["families"] == "20 listed"
     assert rows["tgi"]["unsupported"]["parallel_calls"].startswith("TGI's tool grammar admits one JSON object")
+
+
+def test_plan_takes_an_explicit_model_source(capsys, monkeypatch):
+    monkeypatch.setenv("TOOLMATRIX_FAMILY", "qwen3_coder")
+    code, out, _ = plan(capsys, "--engine", "vllm", "--model", "hf:Qwen/Qwen3-Coder-30B-A3B-Instruct@main")
+    assert code == 0
+    assert ("--model Qwen/Qwen3-Coder-30B-A3B-Instruct --revision main --served-model-name "
+            "qwen3-coder-30b-a3b-instruct") in out and "--tool-call-parser qwen3_xml" in out
+    code, _, err = plan(capsys, "--engine", "vllm", "--model", "hf:nope")
+    assert code == 2 and "a hub repository is hf:ORG/NAME[@REVISION]" in err

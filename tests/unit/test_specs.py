@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import ANY_FAMILY, data_root, load_engines, load_models, load_registry
+from toolmatrix.registry import ANY_FAMILY, data_root, load_engines, load_models, load_registry, resolve_model
 from toolmatrix.specs import SpecErrors, load_schema
 
 ENGINES, MODELS = load_registry()
@@ -181,3 +181,35 @@ def test_duplicate_engine_id(copy):
     shutil.copy(copy / "engines" / "tgi.yaml", copy / "engines" / "tgi-copy.yaml")
     (problem,) = errors(copy, load_engines)
     assert problem == f"{copy}/engines/tgi.yaml:2: $.id: engine id 'tgi' also defined in {copy}/engines/tgi-copy.yaml"
+
+
+@pytest.mark.parametrize(("text", "model_id", "kind", "weights"), [
+    ("hf:Qwen/Qwen3-8B@abc123", "qwen3-8b", "hf", {"repo": "Qwen/Qwen3-8B", "revision": "abc123"}),
+    ("hf:/models/My-Model", "my-model", "hf", {"path": "/models/My-Model"}),
+    ("gguf:/models/x/Qwen3-8B-Q4_K_M.gguf", "qwen3-8b-q4_k_m", "gguf", {"path": "/models/x/Qwen3-8B-Q4_K_M.gguf"}),
+    ("gguf:unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf", "qwen3-8b-q4_k_m", "gguf",
+     {"repo": "unsloth/Qwen3-8B-GGUF", "file": "Qwen3-8B-Q4_K_M.gguf"}),
+    ("ollama:qwen3:8b", "qwen3-8b", "ollama", {"tag": "qwen3:8b"}),
+])
+def test_model_given_as_an_explicit_source(monkeypatch, text, model_id, kind, weights):
+    monkeypatch.setenv("TOOLMATRIX_FAMILY", "qwen3_coder")
+    model = resolve_model(MODELS, text)
+    assert (model.id, model.served_name, dict(model.weights), model.family) == (model_id, model_id, {kind: weights}, "qwen3_coder")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("qwen9", "is neither a registry id nor a source KIND:REF"),
+    ("safetensors:Qwen/Qwen3-8B", "KIND one of hf, gguf, ollama"),
+    ("hf:Qwen3-8B", "a hub repository is hf:ORG/NAME[@REVISION]"),
+    ("gguf:unsloth/Qwen3-8B-GGUF", "a hub GGUF is gguf:ORG/REPO/FILE.gguf"),
+])
+def test_a_bad_model_source_says_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        resolve_model(MODELS, text)
+
+
+def test_registry_ids_win_and_an_unknown_family_is_refused(monkeypatch):
+    assert resolve_model(MODELS, "qwen3") is MODELS["qwen3"]
+    monkeypatch.setenv("TOOLMATRIX_FAMILY", "klingon")
+    with pytest.raises(ValueError, match="TOOLMATRIX_FAMILY"):
+        resolve_model(MODELS, "hf:Qwen/Qwen3-8B")
