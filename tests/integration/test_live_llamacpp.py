@@ -13,13 +13,16 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from toolmatrix.registry import cache_dir
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.cases import load_cases
+from toolmatrix.exitcodes import ENGINE_DIED
+from toolmatrix.registry import cache_dir, data_root
+from toolmatrix.results import RECORDS, read_records, validate_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 ROOT = Path(__file__).parents[2]
@@ -110,3 +113,52 @@ def test_malformed_case_file_stops_before_any_request(tmp_path):
     line = next(l for l in proc.stderr.splitlines() if "bad.yaml" in l)
     assert "mine.one" in line and "$.cases[0].expect.calls[0].name" in line and "not an offered tool" in line
     assert "ready at" not in proc.stdout and llama_servers() == []
+
+
+def kill_engine_after(results: Path, records: int, pytest_pid: int) -> list[int]:
+    """From a thread: SIGKILL the llama-server that ``pytest_pid`` started once ``records`` lines are written."""
+    killed: list[int] = []
+
+    def watch() -> None:
+        partial, deadline = results / (RECORDS + ".partial"), time.monotonic() + 900
+        while time.monotonic() < deadline:
+            if partial.is_file() and len(partial.read_text().splitlines()) >= records:
+                out = subprocess.run(["pgrep", "-P", str(pytest_pid), "llama-server"], capture_output=True, text=True)
+                for pid in map(int, out.stdout.split()):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return killed
+
+
+def test_engine_killed_mid_run(tmp_path):
+    """The engine dies under a running suite: the later records say so, the results stay whole, exit code 6."""
+    results = tmp_path / "r"
+    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", "single", "--results-dir", str(results)), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    killed = kill_engine_after(results, 2, proc.pid)
+    out = proc.communicate(timeout=900)[0]
+    assert len(killed) == 1, out[-3000:]
+    assert proc.returncode == ENGINE_DIED, out[-3000:]
+    records = list(read_records(results))
+    cases = [c for c in load_cases([data_root() / "cases"]) if "single" in c.id]
+    assert sorted((r["case_id"], r["mode"]) for r in records) == sorted((c.id, m) for c in cases for m in ("nonstream", "stream"))
+    marked = [r for r in records if "engine_death" in r]
+    assert marked and 2 <= marked[0]["engine_death"]["records_before"] < len(records)
+    run = json.loads((results / "run.json").read_text())
+    engine_log = Path(run["engine"]["log"]).read_text(errors="replace").rstrip()
+    for r in marked:
+        assert (r["verdict"], r["blame"]) == ("error", "infra") and r["reason"].startswith("engine died (killed by SIGKILL); ")
+        assert r["engine_death"] == run["engine_death"] and r["engine_death"]["exit_code"] == -signal.SIGKILL
+        if "Connection refused" in r["reason"]:  # sent after the death, not in flight at it
+            assert r["latency_s"] < 5, "requests to the dead engine fail at once"
+    assert run["engine_death"]["log_tail"] and engine_log.endswith(run["engine_death"]["log_tail"].rstrip())
+    check = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "check-results", str(results)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    assert run["exit_status"] == "engine_died"
+    assert "engine died (killed by SIGKILL)" in out
+    port = run["engine"]["flags"][run["engine"]["flags"].index("--port") + 1]
+    assert not [line for line in llama_servers() if f"--port {port} " in line]
