@@ -26,7 +26,7 @@ import attrs
 import pytest
 
 from toolmatrix import exitcodes
-from toolmatrix.registry import load_registry
+from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.results import RUN
 from toolmatrix.specs import SpecErrors
 
@@ -69,15 +69,19 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
         engines, models = load_registry()
     except SpecErrors as exc:
         raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
-    unknown = [f"--engine {e!r}: unknown engine" for e in engine_ids if e not in engines]
-    if not base_url:  # against a URL a model is any name the server serves
-        unknown += [f"--model {m!r}: unknown model" for m in model_ids if m not in models]
-    if unknown:
-        raise pytest.UsageError("; ".join(unknown) + f"\nknown engines: {', '.join(sorted(engines))}"
+    problems = [f"--engine {e!r}: unknown engine" for e in engine_ids if e not in engines]
+    specs = {}
+    for model in [] if base_url else model_ids:  # against a URL a model is any name the server serves
+        try:
+            specs[model] = resolve_model(models, model)  # a registry id or a source such as hf:ORG/NAME
+        except ValueError as exc:
+            problems.append(f"--model {model!r}: unknown model; {exc}")
+    if problems:
+        raise pytest.UsageError("\n".join(problems) + f"\nknown engines: {', '.join(sorted(engines))}"
                                 f"\nknown models: {', '.join(sorted(models))}")
     if base_url or launcher == "external":  # nothing is started: the server serves what it serves
         return [Pair(model, engine) for engine in engine_ids or [None] for model in model_ids]
-    return [Pair(model, engine, engines[engine].refusal(models[model], launcher))
+    return [Pair(model, engine, engines[engine].refusal(specs[model], launcher))
             for engine in engine_ids for model in model_ids]
 
 

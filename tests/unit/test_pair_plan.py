@@ -18,6 +18,11 @@ def test_cross_product_engine_by_engine_with_refusals():
     assert "loads local weights only" in pairs[1].refusal
 
 
+def test_a_model_may_be_given_by_its_source():
+    [pair] = plan_pairs("llamacpp", "gguf:/models/mine.gguf", None, "process")
+    assert pair.refusal is None and pair.results_dir(Path("r")) == Path("r/gguf_models_mine.gguf@llamacpp")
+
+
 @pytest.mark.parametrize(("engines", "models", "base_url", "message"), [
     ("llamacpp,nope", "gemma3-270m", None, "--engine 'nope': unknown engine"),
     ("llamacpp", "gemma3-270m,nope", None, "--model 'nope': unknown model"),
