@@ -84,8 +84,9 @@ EXPECTED_FLAGS = {
     ("sglang", "hermes3"): "--tool-call-parser hermes",
     ("lmdeploy", "qwen3-coder"): "--tool-call-parser qwen3coder",
     ("lmdeploy", "llama3.1"): "--tool-call-parser llama3",
+    ("lmdeploy", "qwen3"): "--tool-call-parser qwen3 --reasoning-parser qwen-qwq",
     ("trtllm", "qwen3"): "--tool_parser qwen3",
-    ("trtllm", "glm4.5-air"): "--tool_parser glm4",
+    ("trtllm", "deepseek-v3.1"): "--tool_parser deepseek_v31 --reasoning_parser deepseek-r1",
     ("ovms", "hermes3"): "--tool_parser hermes3",
     ("ovms", "qwen3"): "--tool_parser hermes3 --reasoning_parser qwen3",
     ("dynamo", "deepseek-v3.1"): "--dyn-tool-call-parser deepseek_v3_1",
@@ -109,6 +110,7 @@ EXPECTED_REFUSALS = {
     ("trtllm", "llama3.1"): "cannot parse the 'llama3_json' tool-call format",
     ("tabbyapi", "qwen3-coder"): "needs a local `path`",
     ("lmdeploy", "mistral-small3.2"): "LMDeploy has no --tool-call-parser",
+    ("trtllm", "glm4.5-air"): "TensorRT-LLM 1.3.0rc5 has no glm4 --tool_parser",
 }
 
 

@@ -130,9 +130,9 @@ def test_wrong_type_is_reported_at_its_line(copy):
 
 def test_unknown_family_in_family_args(copy):
     path = copy / "engines" / "lmdeploy.yaml"
-    line = edit(path, "  glm47: [--tool-call-parser, glm47]", "  glm4_7: [--tool-call-parser, glm47]")
+    line = edit(path, "  llama3_json: [--tool-call-parser, llama3]", "  llama3: [--tool-call-parser, llama3]")
     (problem,) = errors(copy, load_engines)
-    assert problem == f"{path}:{line}: lmdeploy: $.family_args.glm4_7: unknown family 'glm4_7'"
+    assert problem == f"{path}:{line}: lmdeploy: $.family_args.llama3: unknown family 'llama3'"
 
 
 def test_bad_readiness_step_and_unknown_feature(copy):
