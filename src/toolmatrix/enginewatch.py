@@ -23,18 +23,6 @@ from toolmatrix.results import encode_record
 LOG_LINES = 40
 
 
-def exit_code(launcher: Any) -> int | None:
-    """The dead engine's exit status where its launcher holds one: a process's return code (negative: the
-    signal that killed it), a container's State.ExitCode; None when the launcher cannot tell (external)."""
-    proc = getattr(launcher, "proc", None)
-    if proc is not None:
-        return proc.poll()
-    container = getattr(launcher, "container", None)
-    if container is not None:  # alive() has just reloaded its attributes
-        return container.attrs.get("State", {}).get("ExitCode")
-    return None
-
-
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "exit status unknown"
@@ -77,7 +65,7 @@ class EngineWatch:
         if not failed:
             return line, verdict, blame
         if self.death is None and not self.launcher.alive():
-            self.death = EngineDeath(exit_code(self.launcher), self.launcher.log_tail(LOG_LINES), self.seen - 1)
+            self.death = EngineDeath(self.launcher.exit_code(), self.launcher.log_tail(LOG_LINES), self.seen - 1)
         if self.death is None:
             return line, verdict, blame
         record = json.loads(line)

@@ -27,7 +27,7 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.pairs import run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry
+from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import Profile, Runner
@@ -110,11 +110,13 @@ class RunState:
             if engine_id not in engines:
                 raise pytest.UsageError(f"--engine {engine_id!r}: unknown engine; known: {', '.join(sorted(engines))}")
             engine = engines[engine_id]
-        if model_id in models:
-            return engine, models[model_id]
-        if base_url:  # any served model name works against a URL; its format: TOOLMATRIX_FAMILY, else Hermes
+        if base_url and model_id not in models:  # any served name works against a URL; its format: TOOLMATRIX_FAMILY
             return engine, ModelSpec.served_as(model_id, os.environ.get("TOOLMATRIX_FAMILY", "hermes"))
-        raise pytest.UsageError(f"--model {model_id!r}: unknown model; known: {', '.join(sorted(models))}")
+        try:
+            return engine, resolve_model(models, model_id)  # a registry id, or a source such as hf:ORG/NAME
+        except ValueError as exc:
+            raise pytest.UsageError(f"--model {model_id!r}: unknown model; known: {', '.join(sorted(models))}; "
+                                    f"or {exc}") from None
 
     def make_launcher(self) -> Any:
         opt = self.config.getoption

@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from tests.helpers_results import record
-from toolmatrix.enginewatch import EngineWatch, describe_exit, exit_code
+from toolmatrix.enginewatch import EngineWatch, describe_exit
+from toolmatrix.launchers import ExternalLauncher
 from toolmatrix.results import encode_record
 from toolmatrix.specs import validate_instance
 
@@ -25,6 +26,9 @@ class StubLauncher:
 
     def log_tail(self, lines: int = 40) -> str:
         return "GGML_ASSERT failed\nAborted"
+
+    def exit_code(self) -> int | None:
+        return self.proc.poll()
 
 
 def refused(case_id: str, verdict: str = "error", reason: str = "http_status: connection error: refused") -> dict:
@@ -79,4 +83,4 @@ def test_exit_descriptions():
     assert describe_exit(-9) == "killed by SIGKILL"
     assert describe_exit(139) == "exit 139"
     assert describe_exit(None) == "exit status unknown"
-    assert exit_code(object()) is None  # an external server: nothing to tell
+    assert ExternalLauncher("http://127.0.0.1:9/v1", "m", "external").exit_code() is None  # nothing to tell

@@ -32,6 +32,10 @@ class Launcher(Protocol):
 
     def log_tail(self, lines: int = 40) -> str: ...
 
+    def exit_code(self) -> int | None:
+        """A dead engine's exit status (negative: the signal that killed it); None while alive or unknowable."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """The engine part of run.json: version, launcher, flags, binary/image."""
         ...

@@ -470,6 +470,11 @@ class DockerLauncher:
             return False
         return self.container.status in _LIVE_STATES
 
+    def exit_code(self) -> int | None:
+        if self.container is None or self.container.status in _LIVE_STATES:
+            return None
+        return self.container.attrs.get("State", {}).get("ExitCode")  # as of the last alive() reload
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             if self.container is not None:

@@ -34,6 +34,9 @@ class ExternalLauncher:
         except OSError:
             return False
 
+    def exit_code(self) -> int | None:
+        return None  # not ours: a server that stopped answering tells us no status
+
     def log_tail(self, lines: int = 40) -> str:
         return "(external server: no log)"
 

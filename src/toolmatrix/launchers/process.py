@@ -163,6 +163,9 @@ class ProcessLauncher:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def exit_code(self) -> int | None:
+        return self.proc.poll() if self.proc is not None else None
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
