@@ -10,6 +10,7 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -28,9 +29,9 @@ from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.pairs import run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
-from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, write_json_atomic
+from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, encode_record, write_json_atomic
 from toolmatrix.runinfo import hardware, toolmatrix_version
-from toolmatrix.runner import Profile, Runner
+from toolmatrix.runner import Profile, Runner, build_request, lost_record
 from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
@@ -141,9 +142,13 @@ class RunState:
         assert self.endpoint is not None
         target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
                         self.config.getoption("--request-timeout"))
-        return Runner(make_client(target), target.model, self.family,
-                      Profile(self.model.prelude, self.model.request_defaults),
+        return Runner(make_client(target), target.model, self.family, self.profile,
                       self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id)
+
+    @property
+    def profile(self) -> Profile:
+        """What the model's spec adds to every request: the prelude and request defaults."""
+        return Profile(self.model.prelude, self.model.request_defaults)
 
     def run_info(self, finished: datetime | None, exit_status: str, engine_death: dict | None) -> dict:
         describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,
@@ -167,6 +172,12 @@ class RunState:
             "exit_status": exit_status,
             "engine_death": engine_death,
         }
+
+
+def item_key(nodeid: str) -> tuple[str, str] | None:
+    """(case id, mode) of a suite item's node id (``...::test_case[CASE-MODE]``, maybe with xdist's ``@group``)."""
+    found = re.search(r"::test_case\[(.+)-(nonstream|stream)\]", nodeid)
+    return (found.group(1), found.group(2)) if found else None
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -202,6 +213,14 @@ class XdistHooks:
         node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint,
                                           "loadgroup": node.config.option.dist == "loadgroup"}
 
+    @pytest.hookimpl
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """A worker died mid-case and xdist replaced it: remember the case, so it gets a record in any event."""
+        controller = report.node.config.pluginmanager.get_plugin("toolmatrix-controller")
+        key = item_key(crashitem)
+        if controller is not None and key is not None:
+            controller.crashed[key] = str(report.longrepr)
+
 
 class Controller:
     """The controller's side of a run: start the engine once, write every record, stop the engine."""
@@ -211,6 +230,7 @@ class Controller:
         self.exit_status = "complete"
         self.page: Path | None = None
         self.watch: EngineWatch | None = None
+        self.crashed: dict[tuple[str, str], str] = {}  # (case id, mode) -> why, for cases lost with a worker
 
     @property
     def death(self) -> EngineDeath | None:
@@ -242,14 +262,29 @@ class Controller:
         props = dict(report.user_properties) if report.when == "call" else {}
         if RECORD_KEY not in props:
             return
-        category, mode, verdict, blame = props[VERDICT_KEY]
-        line, verdict, blame = self.watch.observe(props[RECORD_KEY], verdict, blame)
+        if self.crashed:  # the crashed case ran again after all
+            self.crashed.pop(item_key(report.nodeid), None)
+        self.write(props[RECORD_KEY], *props[VERDICT_KEY])
+
+    def write(self, line: str, category: str, mode: str, verdict: str, blame: str | None) -> None:
+        line, verdict, blame = self.watch.observe(line, verdict, blame)
         self.state.verdicts.append((category, mode, verdict, blame))
         if self.state.writer is not None:
             self.state.writer.write_line(line, verdict)
 
+    def write_lost(self) -> None:
+        """Records for the cases that died with a worker and were not run again (xdist's loadgroup reruns the
+        rest of a crashed worker's group, the crashed case included; load and worksteal drop it)."""
+        for (case_id, mode), why in self.crashed.items():
+            case = self.state.cases[case_id]
+            body = build_request(case, self.state.endpoint["model"], self.state.profile)
+            self.write(encode_record(lost_record(case, mode, body, self.state.run_id, why)), case.category, mode,
+                       "error", "infra")
+        self.crashed.clear()
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.write_lost()
         if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C or SIGTERM (xdist swallows the interrupt hook)
             self.exit_status = "interrupted"
         elif self.death is not None:

@@ -68,6 +68,14 @@ def _exchange_fields(ex: Exchange) -> dict:
     return fields
 
 
+def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> dict:
+    """The record of a case whose answer never came back, because the process running it crashed."""
+    check = {"name": "worker", "status": "fail", "blame": "infra", "detail": reason}
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "case_id": case.id, "category": case.category,
+            "mode": mode, "verdict": "error", "blame": "infra", "reason": f"worker: {reason}", "checks": [check],
+            "request": body, "latency_s": 0}
+
+
 @attrs.define
 class Runner:
     """Sends cases for one pair. Keeps each case's non-streamed answer to compare the stream with."""
