@@ -13,7 +13,7 @@ With ``--base-url`` there is one server: ``--model`` may list several names it s
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import json
 import re
 import signal
@@ -26,13 +26,13 @@ import attrs
 import pytest
 
 from toolmatrix import exitcodes
+from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.results import RUN
 from toolmatrix.specs import SpecErrors
 
 LISTS = ("--engine", "--model")
 RESULTS = "--results-dir"
-_PR_SET_PDEATHSIG = 1
 
 
 def split_ids(value: str | None) -> list[str]:
@@ -105,14 +105,6 @@ def child_args(args: Sequence[str], pair: Pair, results: Path | None) -> list[st
     return kept
 
 
-def _terminate_with_parent() -> None:
-    # A child whose parent was killed outright gets SIGTERM, and stops its engine in order.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass  # not Linux
-
-
 class PairRunner:
     """Runs the children one at a time and passes SIGINT/SIGTERM on to the one running."""
 
@@ -129,7 +121,9 @@ class PairRunner:
     def run(self, args: list[str]) -> int:
         # Its own session: a Ctrl-C in the terminal reaches the child once, through on_signal, not twice.
         self.child = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=self.cwd,
-                                      start_new_session=True, preexec_fn=_terminate_with_parent)
+                                      start_new_session=True,
+                                      # a child whose parent was killed outright gets SIGTERM: it stops its engine
+                                      preexec_fn=functools.partial(die_with_parent, signal.SIGTERM))
         if self.stopped_by is not None:  # the signal came while the child was being started
             self.child.send_signal(self.stopped_by)
         try:

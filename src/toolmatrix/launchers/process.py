@@ -27,9 +27,10 @@ from toolmatrix.weights import WeightsError, gguf_path, local_weights, sha256_of
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In a child before exec: the kernel sends it ``sig`` when its parent dies, however the parent died."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
     except OSError:
         pass  # not Linux: the session/atexit cleanup still applies
 
@@ -141,7 +142,7 @@ class ProcessLauncher:
         env = {**os.environ, **{k: v.format(**self.values) for k, v in self.engine.process.get("env", {}).items()}}
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=env, preexec_fn=_die_with_parent, start_new_session=True)
+                                         env=env, preexec_fn=die_with_parent, start_new_session=True)
         try:
             wait_ready(self.root_url + self.engine.readiness_path, self.engine.readiness_timeout_s, self.alive,
                        f"{self.engine.id} ({binary.name})", self.log_tail)
