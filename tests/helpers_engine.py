@@ -11,6 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from toolmatrix.launchers.process import binary_override_var
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -19,7 +21,7 @@ def stand_in(folder: Path, engine_id: str, *fake_args: str) -> dict[str, str]:
     script = folder / f"{engine_id}-stand-in"
     script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m toolmatrix.fake {shlex.join(fake_args)} "$@"\n')
     script.chmod(0o755)
-    return {f"TOOLMATRIX_{engine_id.upper().replace('-', '_')}_BIN": str(script)}
+    return {binary_override_var(engine_id): str(script)}
 
 
 def pytest_cmd(*args: str) -> list[str]:

