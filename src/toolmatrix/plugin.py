@@ -9,7 +9,6 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import sys
@@ -28,7 +27,7 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.pairs import run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
+from toolmatrix.registry import EngineSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, encode_record, write_json_atomic
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import Profile, Runner, build_request, lost_record
@@ -88,10 +87,7 @@ class RunState:
         except SpecErrors as exc:
             raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
         self.case_files = [str(p) for p in case_files(paths)]
-        try:
-            self.family = get_family(self.model.family)
-        except KeyError as exc:  # only reachable through TOOLMATRIX_FAMILY: registry families are validated
-            raise pytest.UsageError(f"TOOLMATRIX_FAMILY: {exc.args[0]}") from None
+        self.family = get_family(self.model.family)  # registry families and TOOLMATRIX_FAMILY are validated
         self.launcher: Any = None
         self.writer: RecordWriter | None = None
         self.endpoint: dict[str, str] | None = None
@@ -112,7 +108,10 @@ class RunState:
                 raise pytest.UsageError(f"--engine {engine_id!r}: unknown engine; known: {', '.join(sorted(engines))}")
             engine = engines[engine_id]
         if base_url and model_id not in models:  # any served name works against a URL; its format: TOOLMATRIX_FAMILY
-            return engine, ModelSpec.served_as(model_id, os.environ.get("TOOLMATRIX_FAMILY", "hermes"))
+            try:
+                return engine, ModelSpec.served_as(model_id, family_from_env())
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         try:
             return engine, resolve_model(models, model_id)  # a registry id, or a source such as hf:ORG/NAME
         except ValueError as exc:

@@ -306,10 +306,8 @@ class ModelSpec:
         return WeightsSource(kind, "hub", data["repo"], data.get("file", ""), data.get("revision", ""))
 
 
-def resolve_model(models: Mapping[str, ModelSpec], text: str) -> ModelSpec:
-    """A registry id, or an explicit source ``KIND:REF`` whose format is $TOOLMATRIX_FAMILY (default hermes)."""
-    if text in models:
-        return models[text]
+def family_from_env() -> str:
+    """The native format of a model outside the registry: $TOOLMATRIX_FAMILY, default hermes (ValueError if unknown)."""
     from toolmatrix.formats import get_family  # late: formats loads its own data file
 
     family = os.environ.get("TOOLMATRIX_FAMILY", "hermes")
@@ -317,7 +315,14 @@ def resolve_model(models: Mapping[str, ModelSpec], text: str) -> ModelSpec:
         get_family(family)
     except KeyError as exc:
         raise ValueError(f"TOOLMATRIX_FAMILY: {exc.args[0]}") from None
-    return ModelSpec.from_source(text, family)
+    return family
+
+
+def resolve_model(models: Mapping[str, ModelSpec], text: str) -> ModelSpec:
+    """A registry id, or an explicit source ``KIND:REF`` whose format is $TOOLMATRIX_FAMILY (default hermes)."""
+    if text in models:
+        return models[text]
+    return ModelSpec.from_source(text, family_from_env())
 
 
 def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:
