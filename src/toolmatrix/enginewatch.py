@@ -12,26 +12,15 @@ records already written are never touched.
 from __future__ import annotations
 
 import json
-import signal
 from typing import Any
 
 import attrs
 
+from toolmatrix.exitcodes import describe_exit
 from toolmatrix.launchers import Launcher
 from toolmatrix.results import encode_record
 
 LOG_LINES = 40
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "exit status unknown"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 @attrs.frozen

@@ -7,6 +7,7 @@ an invocation that ran several pairs.
 
 from __future__ import annotations
 
+import signal
 from typing import Iterable
 
 import pytest
@@ -46,5 +47,18 @@ def worst(codes: Iterable[int]) -> int:
     return min((known(code) for code in codes), key=SEVERITY.index, default=pytest.ExitCode.OK)
 
 
+def describe_exit(code: int | None) -> str:
+    """A process's exit status in words: ``exit N``, ``killed by SIGKILL``, or unknown (None)."""
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
 def meaning(code: int) -> str:
-    return MEANING.get(code, f"killed by signal {-code}" if code < 0 else "unknown exit code")
+    """What a pair's exit code says, for the summary of several pairs."""
+    return MEANING.get(code, describe_exit(code) if code < 0 else "unknown exit code")

@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from tests.helpers_results import record
-from toolmatrix.enginewatch import EngineWatch, describe_exit
+from toolmatrix.enginewatch import EngineWatch
+from toolmatrix.exitcodes import describe_exit, meaning
 from toolmatrix.launchers import ExternalLauncher
 from toolmatrix.results import encode_record
 from toolmatrix.specs import validate_instance
@@ -83,4 +84,5 @@ def test_exit_descriptions():
     assert describe_exit(-9) == "killed by SIGKILL"
     assert describe_exit(139) == "exit 139"
     assert describe_exit(None) == "exit status unknown"
+    assert meaning(-15) == "killed by SIGTERM" and meaning(6) == "engine died"  # a pair's exit code, same words
     assert ExternalLauncher("http://127.0.0.1:9/v1", "m", "external").exit_code() is None  # nothing to tell
