@@ -68,12 +68,17 @@ def _exchange_fields(ex: Exchange) -> dict:
     return fields
 
 
+def _record_head(case: Case, mode: Mode, run_id: str) -> dict:
+    """The fields that say which run, case and mode a record is of."""
+    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "case_id": case.id, "category": case.category,
+            "mode": mode}
+
+
 def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> dict:
     """The record of a case whose answer never came back, because the process running it crashed."""
     check = {"name": "worker", "status": "fail", "blame": "infra", "detail": reason}
-    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "case_id": case.id, "category": case.category,
-            "mode": mode, "verdict": "error", "blame": "infra", "reason": f"worker: {reason}", "checks": [check],
-            "request": body, "latency_s": 0}
+    return {**_record_head(case, mode, run_id), "verdict": "error", "blame": "infra", "reason": f"worker: {reason}",
+            "checks": [check], "request": body, "latency_s": 0}
 
 
 @attrs.define
@@ -127,11 +132,7 @@ class Runner:
 
     def _record(self, case: Case, mode: Mode, exchange: Exchange, checks: list[CheckResult]) -> dict:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "run_id": self.run_id,
-            "case_id": case.id,
-            "category": case.category,
-            "mode": mode,
+            **_record_head(case, mode, self.run_id),
             **_exchange_fields(exchange),
             "expect": json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
         }
