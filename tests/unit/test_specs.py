@@ -168,6 +168,18 @@ def test_model_weights_need_a_source(copy):
     assert problem.startswith(f"{path}:{line}: gpt-oss-20b: $.models.gpt-oss-20b.weights.gguf: ")
 
 
+def test_a_converted_folder_needs_a_gguf_and_templates_must_exist(copy):
+    path = copy / "engines" / "models.yaml"
+    converted = edit(path, "      hf: {repo: microsoft/Phi-4-mini-instruct}", "      hf: {from_gguf: true}")
+    template = edit(path, "    response_template: gemma3-tools.response.json", "    response_template: nope.json")
+    problems = errors(copy, load_models)
+    assert len(problems) == 2, problems
+    assert (f"{path}:{converted}: phi4-mini: $.models.phi4-mini.weights.hf.from_gguf: "
+            "from_gguf needs the model's weights.gguf to convert") in problems
+    assert any(p.startswith(f"{path}:{template}: gemma3-270m: $.models.gemma3-270m.response_template: no such template ")
+               for p in problems), problems
+
+
 def test_problems_in_both_files_are_reported_together(copy):
     edit(copy / "engines" / "tgi.yaml", "port: 80", "port: eighty")
     edit(copy / "engines" / "models.yaml", "    family: kimi_k2", "    family: kimi")
