@@ -76,9 +76,9 @@ async def bare_load(base_url: str, bodies: list[dict], concurrency: int) -> floa
 def sent_bodies(results: Path) -> list[dict]:
     bodies = []
     for record in read_records(results):
-        bodies.append(record["request"])
-        if "followup" in record:
-            bodies.append(record["followup"]["request"])
+        bodies.append(record.request)
+        if record.followup is not None:
+            bodies.append(record.followup.request)
     return bodies
 
 

@@ -51,15 +51,15 @@ def record(case_id: str, verdict: str = "pass", *, mode: str = "nonstream", cate
     blame = blame if blame is not None or not failing else "engine"
     reason = reason if reason is not None else ("ARGS_NOT_OBJECT: arguments are not an object" if failing else "")
     rec = {
-        "schema_version": 1, "run_id": run_id, "case_id": case_id,
+        "schema_version": 2, "run_id": run_id, "case_id": case_id,
         "category": category or case_id.split(".")[0], "mode": mode, "verdict": verdict,
         "blame": blame if failing else None, "reason": reason,
-        "checks": [{"name": "call_names", "status": "pass", "blame": None, "detail": ""},
-                   {"name": "args_object", "status": "fail" if failing else "pass", "blame": blame if failing else None,
+        "checks": [{"name": "call_names", "outcome": "pass", "blame": None, "detail": ""},
+                   {"name": "args_object", "outcome": "fail" if failing else "pass", "blame": blame if failing else None,
                     "detail": reason}],
         "request": {"model": "m", "messages": [{"role": "user", "content": f"{case_id}: weather in Paris?"}],
                     "tools": TOOLS, "stream": mode == "stream"},
-        "status": 200, "latency_s": 0.25,
+        "http_status": 200, "latency_s": 0.25,
         "expect": {"calls": expect_calls, "ordered": False, "allow_extra_calls": False, "no_call": not expect_calls,
                    "any_call": False, "reject": False, "completes": False, "content_contains_any": []},
     }
@@ -77,7 +77,7 @@ def run_info(model: str, engine: str, run_id: str, started: str, *, launcher: st
     if launcher == "external":
         engine_info["base_url"] = "http://staging.example:8000/v1"
     return {
-        "schema_version": 1, "run_id": run_id, "pair": f"{model}@{engine}", "engine": engine_info,
+        "schema_version": 2, "run_id": run_id, "pair": f"{model}@{engine}", "engine": engine_info,
         "model": {"id": model, "family": "hermes", "served_name": f"{model}-served"},
         "hardware": {"cpu": "test", "cores": 2}, "started": started, "finished": started,
         "toolmatrix_version": "0.1.0", "counts": counts or {}, "exit_status": "complete",

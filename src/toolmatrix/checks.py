@@ -1,8 +1,9 @@
 """Checks: small pure functions, exchange + case -> pass / fail / skip with a one-line reason and a blame.
 
-Each docstring's first line names the failure class it catches (see reference/bugs.md). A check never raises
-on bad engine output: bad output is a FAIL with its blame. ``CHECKS`` is ordered from the most fundamental
-(transport, wire shape) to the model's choices, so the first failure gives a case its blame.
+Each check is registered with ``@check("FAILURE_CLASS")``, the class of reference/bugs.md it catches; its
+docstring starts with that class. A check never raises on bad engine output: bad output is a failure with its
+blame. ``CHECKS`` keeps the order of registration, from the most fundamental (transport, wire shape) to the
+model's choices, so the first failure gives a case its blame.
 """
 
 from __future__ import annotations
@@ -19,21 +20,18 @@ import jsonschema_rs
 from toolmatrix.cases import Case, Expectation
 from toolmatrix.exchange import Call, Exchange, Message, stream_deltas
 from toolmatrix.formats import Family
+from toolmatrix.results import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.specs import load_schema
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-MODEL, ENGINE, TEMPLATE, INFRA = "model", "engine", "template", "infra"
+MODEL, ENGINE, TEMPLATE, INFRA = Blame.MODEL, Blame.ENGINE, Blame.TEMPLATE, Blame.INFRA
 
-
-@attrs.frozen
-class CheckResult:
-    name: str
-    status: str  # pass | fail | skip
-    blame: str | None  # model | engine | template | infra, on a failure
-    detail: str
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "status": self.status, "blame": self.blame, "detail": self.detail}
+# The kinds of an HTTP_ERROR: the first two mean the exchange itself failed (verdict error), the others that
+# the engine answered, wrongly (verdict fail).
+TRANSPORT = "HTTP_ERROR.transport"  # nothing came back: timeout, refused connection, broken stream
+SERVER_ERROR = "HTTP_ERROR.server"  # a valid request answered with a status that is neither 2xx nor 4xx
+CLIENT_ERROR = "HTTP_ERROR.client"  # a valid request refused with a 4xx
+ACCEPTED_INVALID = "HTTP_ERROR.accepted_invalid"  # an invalid request not answered with a 4xx
+EXCHANGE_FAILED = frozenset({TRANSPORT, SERVER_ERROR})
 
 
 @attrs.frozen
@@ -46,10 +44,69 @@ class Evidence:
     expect: Expectation  # the case's expectation, or its followup's for a second turn
     reference: Exchange | None = None  # non-streamed answer to compare a stream with
     message: Message | None = attrs.field(init=False)  # the answer, reassembled once for every check
+    request_text: str = attrs.field(init=False)  # the request as sent, serialised once for every marker look-up
 
     @message.default
     def _reassemble(self) -> Message | None:
         return self.exchange.message()
+
+    @request_text.default
+    def _serialise(self) -> str:
+        return json.dumps(self.exchange.request, ensure_ascii=False)
+
+
+@attrs.frozen
+class Finding:
+    """What a check function returns; ``run_checks`` names it. ``kind`` defaults to the check's class."""
+
+    outcome: CheckOutcome
+    blame: Blame | None = None
+    detail: str = ""
+    kind: str | None = None
+
+
+def passed(detail: str = "") -> Finding:
+    return Finding(CheckOutcome.PASS, None, detail)
+
+
+def failed(blame: Blame, detail: str, kind: str | None = None) -> Finding:
+    return Finding(CheckOutcome.FAIL, blame, detail, kind)
+
+
+def skipped(detail: str) -> Finding:
+    return Finding(CheckOutcome.SKIP, None, detail)
+
+
+@attrs.frozen
+class Check:
+    """A registered check: its stable name (a key in records and baselines) and the failure class it catches."""
+
+    name: str
+    failure_class: str
+    function: Callable[[Evidence], Finding]
+
+    def __call__(self, ev: Evidence, prefix: str = "") -> CheckResult:
+        found = self.function(ev)
+        kind = (found.kind or self.failure_class) if found.outcome is CheckOutcome.FAIL else None
+        return CheckResult(prefix + self.name, found.outcome, found.blame, found.detail, kind)
+
+
+CHECKS: list[Check] = []
+
+
+def check(failure_class: str) -> Callable[[Callable[[Evidence], Finding]], Callable[[Evidence], Finding]]:
+    """Register a check under its function name (less ``check_``), in order, for ``failure_class``."""
+
+    def register(function: Callable[[Evidence], Finding]) -> Callable[[Evidence], Finding]:
+        if not (function.__doc__ or "").startswith(failure_class + ":"):
+            raise TypeError(f"{function.__name__}: the docstring must start with '{failure_class}:'")
+        name = function.__name__.removeprefix("check_")
+        if any(c.name == name for c in CHECKS):
+            raise TypeError(f"check {name!r} registered twice")
+        CHECKS.append(Check(name, failure_class, function))
+        return function
+
+    return register
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -58,36 +115,26 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _pass(detail: str = "") -> tuple[str, str | None, str]:
-    return PASS, None, detail
-
-
-def _fail(blame: str, detail: str) -> tuple[str, str | None, str]:
-    return FAIL, blame, detail
-
-
-def _skip(detail: str) -> tuple[str, str | None, str]:
-    return SKIP, None, detail
-
-
 # -- transport and wire --------------------------------------------------------------------------------------
 
 
-def check_http_status(ev: Evidence) -> tuple:
+@check("HTTP_ERROR")
+def check_http_status(ev: Evidence) -> Finding:
     """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, or a 2xx/5xx on an invalid one."""
     ex = ev.exchange
     body = _short(ex.response if ex.response is not None else ex.raw_text or "", 160)
     if ex.error is not None:
-        return _fail(INFRA, ex.error)
+        return failed(INFRA, ex.error, TRANSPORT)
     if ev.expect.reject:
-        if ex.status is not None and 400 <= ex.status < 500:
-            return _pass(f"rejected with HTTP {ex.status}")
-        return _fail(ENGINE, f"invalid request answered HTTP {ex.status}, expected 4xx: {body}")
+        if ex.http_status is not None and 400 <= ex.http_status < 500:
+            return passed(f"rejected with HTTP {ex.http_status}")
+        return failed(ENGINE, f"invalid request answered HTTP {ex.http_status}, expected 4xx: {body}", ACCEPTED_INVALID)
     if ex.ok:
-        return _pass()
+        return passed()
     # A template that cannot render the conversation is the template's fault, whatever the status.
     blame = TEMPLATE if re.search(r"(?i)template|jinja", body) else ENGINE
-    return _fail(blame, f"HTTP {ex.status}: {body}")
+    kind = CLIENT_ERROR if ex.http_status is not None and 400 <= ex.http_status < 500 else SERVER_ERROR
+    return failed(blame, f"HTTP {ex.http_status}: {body}", kind)
 
 
 @cache
@@ -109,51 +156,53 @@ def _schema_problem(kind: str, instance: Any) -> str | None:
     return f"${where}: {error.message[:120]}"
 
 
-def check_wire_shape(ev: Evidence) -> tuple:
+@check("WIRE_SHAPE")
+def check_wire_shape(ev: Evidence) -> Finding:
     """WIRE_SHAPE: the body or a stream chunk is not a valid OpenAI chat completion (tool_calls not a list, ...)."""
     ex = ev.exchange
     if not ex.ok:
-        return _skip("no answer")
+        return skipped("no answer")
     if ex.mode == "nonstream":
         problem = _schema_problem("completion", ex.response)
-        return _fail(ENGINE, problem) if problem else _pass()
+        return failed(ENGINE, problem) if problem else passed()
     if not ex.chunks:
-        return _fail(ENGINE, "stream carried no chunk")
+        return failed(ENGINE, "stream carried no chunk")
     for number, chunk in enumerate(ex.chunks):
         problem = _schema_problem("chunk", chunk)
         if problem:
-            return _fail(ENGINE, f"chunk {number}: {problem}")
-    return _pass(f"{len(ex.chunks)} chunks")
+            return failed(ENGINE, f"chunk {number}: {problem}")
+    return passed(f"{len(ex.chunks)} chunks")
 
 
-def check_stream_deltas(ev: Evidence) -> tuple:
+@check("STREAM_DELTAS")
+def check_stream_deltas(ev: Evidence) -> Finding:
     """STREAM_DELTAS: tool-call deltas malformed: no integer index, id/name missing or repeated, index reused."""
     ex = ev.exchange
     if ex.mode != "stream" or not ex.ok:
-        return _skip("not a stream")
+        return skipped("not a stream")
     seen: dict[int, dict] = {}
     finished = False
     for number, delta, finish in stream_deltas(ex.chunks):
         finished = finished or finish is not None
         for raw in delta.get("tool_calls") or []:
             if not isinstance(raw, dict) or not isinstance(raw.get("index"), int) or isinstance(raw.get("index"), bool):
-                return _fail(ENGINE, f"chunk {number}: tool-call delta without an integer index: {_short(raw)}")
+                return failed(ENGINE, f"chunk {number}: tool-call delta without an integer index: {_short(raw)}")
             function = raw.get("function") or {}
             state = seen.get(raw["index"])
             if state is None:
                 if not raw.get("id") or not function.get("name"):
-                    return _fail(ENGINE, f"chunk {number}: first delta of call {raw['index']} lacks id or name: {_short(raw)}")
+                    return failed(ENGINE, f"chunk {number}: first delta of call {raw['index']} lacks id or name: {_short(raw)}")
                 seen[raw["index"]] = {"id": raw["id"], "name": function["name"]}
                 continue
             if raw.get("id") and raw["id"] != state["id"]:
-                return _fail(ENGINE, f"chunk {number}: index {raw['index']} reused by another call id {raw['id']!r} (calls merged)")
+                return failed(ENGINE, f"chunk {number}: index {raw['index']} reused by another call id {raw['id']!r} (calls merged)")
             if function.get("name") and function["name"] != state["name"]:
-                return _fail(ENGINE, f"chunk {number}: name sent again for call {raw['index']}: {function['name']!r}")
+                return failed(ENGINE, f"chunk {number}: name sent again for call {raw['index']}: {function['name']!r}")
             if function.get("arguments") is not None and not isinstance(function["arguments"], str):
-                return _fail(ENGINE, f"chunk {number}: argument fragment is not a string: {_short(function['arguments'])}")
+                return failed(ENGINE, f"chunk {number}: argument fragment is not a string: {_short(function['arguments'])}")
     if not finished:
-        return _fail(ENGINE, "no chunk carried a finish_reason")
-    return _pass(f"{len(seen)} call(s) streamed")
+        return failed(ENGINE, "no chunk carried a finish_reason")
+    return passed(f"{len(seen)} call(s) streamed")
 
 
 def _calls(ev: Evidence) -> tuple[Call, ...]:
@@ -161,47 +210,45 @@ def _calls(ev: Evidence) -> tuple[Call, ...]:
     return message.tool_calls if message else ()
 
 
-def check_arguments_json(ev: Evidence) -> tuple:
+@check("ARGS_NOT_OBJECT")
+def check_arguments_json(ev: Evidence) -> Finding:
     """ARGS_NOT_OBJECT: a call's arguments are not a JSON string of an object (dict, null, '', truncated JSON)."""
     calls = _calls(ev)
     if not calls:
-        return _skip("no call")
+        return skipped("no call")
     cut = ev.message.finish_reason == "length"
     for number, call in enumerate(calls):
         if call.parsed_arguments() is None:
             detail = f"{call.name}: arguments {_short(call.arguments)} are not a JSON string of an object"
             # The last call cut short by max_tokens, honestly reported as 'length': the model did not stop.
             if cut and number == len(calls) - 1:
-                return _fail(MODEL, detail + " (cut by max_tokens)")
-            return _fail(ENGINE, detail)
-    return _pass()
+                return failed(MODEL, detail + " (cut by max_tokens)")
+            return failed(ENGINE, detail)
+    return passed()
 
 
-def check_call_ids(ev: Evidence) -> tuple:
+@check("CALL_IDS")
+def check_call_ids(ev: Evidence) -> Finding:
     """CALL_IDS: a call without a non-empty string id, or two calls sharing one."""
     calls = _calls(ev)
     if not calls:
-        return _skip("no call")
+        return skipped("no call")
     ids = [c.id for c in calls]
     if any(not isinstance(i, str) or not i for i in ids):
-        return _fail(ENGINE, f"missing or empty id: {_short(ids)}")
+        return failed(ENGINE, f"missing or empty id: {_short(ids)}")
     if len(set(ids)) != len(ids):
-        return _fail(ENGINE, f"duplicate ids: {_short(ids)}")
-    return _pass()
+        return failed(ENGINE, f"duplicate ids: {_short(ids)}")
+    return passed()
 
 
 # -- the family's native format ------------------------------------------------------------------------------
-
-
-def _request_text(ev: Evidence) -> str:
-    return json.dumps(ev.exchange.request, ensure_ascii=False)
 
 
 def _leaks(ev: Evidence, text: str | None) -> list[str]:
     # A marker the request itself contains (a user asking to echo "</tool_call>") is content, not a leak.
     if not text:
         return []
-    sent = _request_text(ev)
+    sent = ev.request_text
     return [m for m in ev.family.find_markers(text) if m not in sent and json.dumps(m)[1:-1] not in sent]
 
 
@@ -212,28 +259,30 @@ def _valid_native_calls(ev: Evidence, text: str | None) -> list:
     return [c for c in parsed.calls if c.name in ev.case.tool_names and c.arguments is not None]
 
 
-def check_no_unparsed_call(ev: Evidence) -> tuple:
+@check("UNPARSED_CALL")
+def check_no_unparsed_call(ev: Evidence) -> Finding:
     """UNPARSED_CALL: a valid native call left in content or reasoning instead of tool_calls (parser missed it)."""
     message = ev.message
     if message is None:
-        return _skip("no answer")
+        return skipped("no answer")
     if ev.case.tool_choice_kind == "none":
-        return _skip("tool_choice none: calls are not to be parsed")
+        return skipped("tool_choice none: calls are not to be parsed")
     # Any valid call in content is a miss; in reasoning only when it never reached tool_calls.
     places = [("content", message.content)] + ([] if message.tool_calls else [("reasoning", message.reasoning)])
     for field, text in places:
         found = _valid_native_calls(ev, text)
         if found:
             names = ", ".join(c.name for c in found)
-            return _fail(ENGINE, f"{len(found)} valid {ev.family.id} call(s) ({names}) left unparsed in {field}")
-    return _pass()
+            return failed(ENGINE, f"{len(found)} valid {ev.family.id} call(s) ({names}) left unparsed in {field}")
+    return passed()
 
 
-def check_no_marker_leak(ev: Evidence) -> tuple:
+@check("MARKER_LEAK")
+def check_no_marker_leak(ev: Evidence) -> Finding:
     """MARKER_LEAK: a native marker of the family (or a held-back prefix) reached content, reasoning, names or args."""
     message = ev.message
     if message is None:
-        return _skip("no answer")
+        return skipped("no answer")
     fields = [("content", message.content)]
     fields += [(f"name of call {i}", c.name if isinstance(c.name, str) else None) for i, c in enumerate(message.tool_calls)]
     fields += [(f"arguments of {c.name}", c.arguments if isinstance(c.arguments, str) else None) for c in message.tool_calls]
@@ -242,90 +291,95 @@ def check_no_marker_leak(ev: Evidence) -> tuple:
     # Reasoning may quote anything; only a call opener there means a call was swallowed.
     leaks += [("reasoning", m) for m in _leaks(ev, message.reasoning) if m in openers]
     if not leaks:
-        return _pass()
+        return passed()
     field, marker = leaks[0]
     # Residue next to parsed calls is the parser's doing; a lone malformed call is the model's.
     blame = ENGINE if message.tool_calls or _valid_native_calls(ev, message.content) else MODEL
     why = "" if blame == ENGINE else " (the model wrote a malformed call; the engine passed it through as text)"
-    return _fail(blame, f"{marker!r} in {field}{why}")
+    return failed(blame, f"{marker!r} in {field}{why}")
 
 
-def check_ascii_escaping(ev: Evidence) -> tuple:
+@check("ESCAPING")
+def check_ascii_escaping(ev: Evidence) -> Finding:
     """ESCAPING: non-ASCII argument text sent as \\uXXXX escapes (ensure_ascii) instead of UTF-8."""
     calls = _calls(ev)
     if not calls:
-        return _skip("no call")
+        return skipped("no call")
     for call in calls:
         if isinstance(call.arguments, str):
             # An escape, not an escaped backslash followed by 'u' (a user may send the text "\u00e9").
             for match in re.finditer(r"(?<!\\)(?:\\\\)*\\u([0-9a-fA-F]{4})", call.arguments):
                 if int(match.group(1), 16) >= 0x80:
-                    return _fail(ENGINE, f"{call.name}: non-ASCII escaped as \\u{match.group(1)} in {_short(call.arguments)}")
-    return _pass()
+                    return failed(ENGINE, f"{call.name}: non-ASCII escaped as \\u{match.group(1)} in {_short(call.arguments)}")
+    return passed()
 
 
 # -- API semantics -------------------------------------------------------------------------------------------
 
 
-def check_finish_reason(ev: Evidence) -> tuple:
+@check("FINISH_REASON")
+def check_finish_reason(ev: Evidence) -> Finding:
     """FINISH_REASON: not 'tool_calls' when calls came back, or 'tool_calls' with none, or missing."""
     message = ev.message
     if message is None:
-        return _skip("no answer")
+        return skipped("no answer")
     reason = message.finish_reason
     if message.tool_calls:
         # 'length' is the truth when max_tokens cut the answer; OpenAI answers 'stop' for a named tool_choice.
         allowed = ("tool_calls", "length") + (("stop",) if ev.case.tool_choice_kind == "named" else ())
         if reason not in allowed:
-            return _fail(ENGINE, f"finish_reason {reason!r} with {len(message.tool_calls)} call(s), expected 'tool_calls'")
-        return _pass(reason)
+            return failed(ENGINE, f"finish_reason {reason!r} with {len(message.tool_calls)} call(s), expected 'tool_calls'")
+        return passed(reason)
     if reason not in ("stop", "length"):
-        return _fail(ENGINE, f"finish_reason {reason!r} with no call, expected 'stop' or 'length'")
-    return _pass(reason)
+        return failed(ENGINE, f"finish_reason {reason!r} with no call, expected 'stop' or 'length'")
+    return passed(reason)
 
 
-def check_tool_choice(ev: Evidence) -> tuple:
+@check("TOOL_CHOICE_IGNORED")
+def check_tool_choice(ev: Evidence) -> Finding:
     """TOOL_CHOICE_IGNORED: none answered with a call, required with none, a named choice with another tool."""
     kind = ev.case.tool_choice_kind
     message = ev.message
     if kind in ("auto", "invalid") or message is None:
-        return _skip(f"tool_choice {kind}")
+        return skipped(f"tool_choice {kind}")
     names = [c.name for c in message.tool_calls]
     if kind == "none" and names:
-        return _fail(ENGINE, f"tool_choice none, got call(s) {names}")
+        return failed(ENGINE, f"tool_choice none, got call(s) {names}")
     if kind == "required" and not names:
-        return _fail(ENGINE, f"tool_choice required, got no call (content {_short(message.content)})")
+        return failed(ENGINE, f"tool_choice required, got no call (content {_short(message.content)})")
     if kind == "named":
         wanted = ev.case.named_function
         if not names or any(n != wanted for n in names):
-            return _fail(ENGINE, f"tool_choice named {wanted!r}, got {names or 'no call'}")
-    return _pass(kind)
+            return failed(ENGINE, f"tool_choice named {wanted!r}, got {names or 'no call'}")
+    return passed(kind)
 
 
-def check_parallel_tool_calls(ev: Evidence) -> tuple:
+@check("PARALLEL_NOT_HONOURED")
+def check_parallel_tool_calls(ev: Evidence) -> Finding:
     """PARALLEL_NOT_HONOURED: parallel_tool_calls=false answered with more than one call."""
     if ev.case.options.get("parallel_tool_calls") is not False:
-        return _skip("parallel_tool_calls not false")
+        return skipped("parallel_tool_calls not false")
     calls = _calls(ev)
     if len(calls) > 1:
-        return _fail(ENGINE, f"parallel_tool_calls=false, got {len(calls)} calls")
-    return _pass()
+        return failed(ENGINE, f"parallel_tool_calls=false, got {len(calls)} calls")
+    return passed()
 
 
-def _call_signature(message: Message | None) -> tuple:
+def _call_signature(message: Message | None) -> Finding:
     if message is None:
         return ("no answer",)
     return tuple((c.name, c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments) for c in message.tool_calls)
 
 
-def check_stream_consistency(ev: Evidence) -> tuple:
+@check("STREAM_DIVERGES")
+def check_stream_consistency(ev: Evidence) -> Finding:
     """STREAM_DIVERGES: the reassembled stream carries other calls (names, arguments, count) than the non-stream."""
     if ev.exchange.mode != "stream" or ev.reference is None or not ev.exchange.ok or not ev.reference.ok:
-        return _skip("no stream/non-stream pair")
+        return skipped("no stream/non-stream pair")
     streamed, whole = _call_signature(ev.message), _call_signature(ev.reference.message())
     if streamed != whole:
-        return _fail(ENGINE, f"stream {_short(streamed, 70)} != non-stream {_short(whole, 70)}")
-    return _pass(f"{len(streamed)} call(s) identical")
+        return failed(ENGINE, f"stream {_short(streamed, 70)} != non-stream {_short(whole, 70)}")
+    return passed(f"{len(streamed)} call(s) identical")
 
 
 # -- the model's answer --------------------------------------------------------------------------------------
@@ -342,21 +396,22 @@ def _looks_double_encoded(value: Any, schema: Mapping) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(decoded)
 
 
-def check_arguments_schema(ev: Evidence) -> tuple:
+@check("ARGS_SCHEMA")
+def check_arguments_schema(ev: Evidence) -> Finding:
     """ARGS_SCHEMA: a call to a tool not offered, or arguments that break the tool's JSON Schema."""
     calls = [c for c in _calls(ev) if c.parsed_arguments() is not None]
     if not calls:
-        return _skip("no call with object arguments")
+        return skipped("no call with object arguments")
     for call in calls:
         schema = ev.case.tool_schema(call.name) if isinstance(call.name, str) else None
         if schema is None:
-            return _fail(MODEL, f"called {_short(call.name)}, which is not an offered tool")
+            return failed(MODEL, f"called {_short(call.name)}, which is not an offered tool")
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(call.parsed_arguments()))
         if error is not None:
             blame = ENGINE if _looks_double_encoded(error.instance, error.schema) else MODEL
             where = ".".join(map(str, error.absolute_path)) or "arguments"
-            return _fail(blame, f"{call.name}.{where}: {error.message[:120]}")
-    return _pass()
+            return failed(blame, f"{call.name}.{where}: {error.message[:120]}")
+    return passed()
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -415,98 +470,77 @@ def _describe_calls(calls: Iterable[Call]) -> str:
     return _short([f"{c.name}({c.arguments})" for c in calls], 120) if calls else "no call"
 
 
-def check_expected_calls(ev: Evidence) -> tuple:
+@check("WRONG_CALL")
+def check_expected_calls(ev: Evidence) -> Finding:
     """WRONG_CALL: the model called the wrong tool, the wrong number of times, or with wrong values."""
     expect, message = ev.expect, ev.message
     if expect.reject:
-        return _skip("request is expected to be rejected")
+        return skipped("request is expected to be rejected")
     if message is None:
-        return _skip("no answer")
+        return skipped("no answer")
     calls = list(message.tool_calls)
     if expect.no_call:
-        return _fail(MODEL, f"expected no call, got {_describe_calls(calls)}") if calls else _pass()
+        return failed(MODEL, f"expected no call, got {_describe_calls(calls)}") if calls else passed()
     if expect.any_call:
-        return _pass() if calls else _fail(MODEL, "expected a call, got none")
+        return passed() if calls else failed(MODEL, "expected a call, got none")
     if expect.completes:
-        return _pass(f"answered with {len(calls)} call(s)")
+        return passed(f"answered with {len(calls)} call(s)")
     wanted = list(expect.calls)
     if len(calls) < len(wanted) or (len(calls) > len(wanted) and not expect.allow_extra_calls):
-        return _fail(MODEL, f"expected {len(wanted)} call(s), got {_describe_calls(calls)}")
+        return failed(MODEL, f"expected {len(wanted)} call(s), got {_describe_calls(calls)}")
     if expect.ordered:
         ok = all(call_matches(w, c) for w, c in zip(wanted, calls))
     else:
         ok = _assign(wanted, calls)
     if not ok:
         want = _short([f"{w.name}({dict(w.arguments)})" for w in wanted], 90)
-        return _fail(MODEL, f"expected {want}, got {_describe_calls(calls)}")
-    return _pass(f"{len(calls)} call(s) matched")
+        return failed(MODEL, f"expected {want}, got {_describe_calls(calls)}")
+    return passed(f"{len(calls)} call(s) matched")
 
 
-def check_expected_content(ev: Evidence) -> tuple:
+@check("WRONG_ANSWER")
+def check_expected_content(ev: Evidence) -> Finding:
     """WRONG_ANSWER: the text answer does not mention what the tool result said."""
     wanted = ev.expect.content_contains_any
     message = ev.message
     if not wanted or message is None:
-        return _skip("no content expectation")
+        return skipped("no content expectation")
     text = (message.content or "").lower()
     if any(w.lower() in text for w in wanted):
-        return _pass()
-    return _fail(MODEL, f"content {_short(message.content)} mentions none of {list(wanted)}")
-
-
-Check = Callable[[Evidence], tuple]
-
-CHECKS: tuple[tuple[str, Check], ...] = (
-    ("http_status", check_http_status),
-    ("wire_shape", check_wire_shape),
-    ("stream_deltas", check_stream_deltas),
-    ("arguments_json", check_arguments_json),
-    ("call_ids", check_call_ids),
-    ("no_unparsed_call", check_no_unparsed_call),
-    ("no_marker_leak", check_no_marker_leak),
-    ("ascii_escaping", check_ascii_escaping),
-    ("finish_reason", check_finish_reason),
-    ("tool_choice", check_tool_choice),
-    ("parallel_tool_calls", check_parallel_tool_calls),
-    ("stream_consistency", check_stream_consistency),
-    ("arguments_schema", check_arguments_schema),
-    ("expected_calls", check_expected_calls),
-    ("expected_content", check_expected_content),
-)
+        return passed()
+    return failed(MODEL, f"content {_short(message.content)} mentions none of {list(wanted)}")
 
 
 def run_checks(ev: Evidence, prefix: str = "") -> list[CheckResult]:
     """Every check on one exchange; a harness bug inside a check propagates (it is ours, not the engine's)."""
-    out = []
-    for name, check in CHECKS:
-        status, blame, detail = check(ev)
-        out.append(CheckResult(prefix + name, status, blame, detail))
-    return out
+    return [c(ev, prefix) for c in CHECKS]
 
 
 @attrs.frozen
-class Verdict:
-    verdict: str  # pass | fail | unsupported | error
-    blame: str | None
+class Decision:
+    """A case's outcome in one mode, as ``judge`` decides it from the checks."""
+
+    verdict: Verdict
+    blame: Blame | None
     reason: str
 
 
-def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: Iterable[str]) -> Verdict:
+def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: Iterable[str]) -> Decision:
     """A case's outcome for one mode from its checks and the engine's declared gaps.
 
     error: the exchange itself failed (5xx, timeout, no server) on a valid request. unsupported: it failed and
     the case exercises a feature the engine spec declares unsupported (the reason is shown, never hidden).
     """
-    failed = [r for r in results if r.status == FAIL]
-    if not failed:
-        return Verdict("pass", None, "")
-    first = failed[0]
+    failures = [r for r in results if r.failed]
+    if not failures:
+        return Decision(Verdict.PASS, None, "")
+    first = failures[0]
     reason = f"{first.name}: {first.detail}"
     # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).
     gaps = [f"{f}: {unsupported[f]}" for f in sorted({*features, first.name}) if f in unsupported]
     if gaps:
-        return Verdict("unsupported", first.blame, "; ".join(gaps) + f" ({reason})")
-    http = next((r for r in failed if r.name.endswith("http_status")), None)
-    if http is not None and (http.blame == INFRA or not http.detail.startswith(("HTTP 4", "invalid"))):
-        return Verdict("error", http.blame, f"{http.name}: {http.detail}")
-    return Verdict("fail", first.blame, reason)
+        return Decision(Verdict.UNSUPPORTED, first.blame, "; ".join(gaps) + f" ({reason})")
+    broken = next((r for r in failures if r.kind in EXCHANGE_FAILED), None)
+    if broken is not None:
+        return Decision(Verdict.ERROR, broken.blame, f"{broken.name}: {broken.detail}")
+    return Decision(Verdict.FAIL, first.blame, reason)

@@ -23,9 +23,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_results(args: argparse.Namespace) -> int:
-    from toolmatrix.results import validate_results
+    from toolmatrix.results import check_results
 
-    problems = [p for d in args.dirs for p in validate_results(Path(d))]
+    problems = [p for d in args.dirs for p in check_results(Path(d))]
     for problem in problems:
         print(problem, file=sys.stderr)
     print(f"{len(args.dirs)} result dir(s): {'OK' if not problems else f'{len(problems)} problem(s)'}")

@@ -1,7 +1,7 @@
 """HTTP only: send a chat request through the official ``openai`` client and capture everything raw.
 
 Nothing raises out of here for a bad engine: HTTP errors, timeouts, refused connections and broken streams all
-become an ``Exchange`` with ``status``/``error`` set and the body kept, so a check can blame and the run goes on.
+become an ``Exchange`` with ``http_status``/``error`` set and the body kept, so a check can blame and the run goes on.
 The request recorded is the JSON body exactly as it went over the wire.
 """
 
@@ -92,15 +92,15 @@ def send(client: openai.OpenAI, body: dict, mode: Mode) -> Exchange:
                 chunks = _sse_payloads(resp.iter_lines())
             finally:
                 resp.close()
-            return Exchange(mode, _sent_body(request, body), status=resp.status_code, chunks=tuple(chunks),
+            return Exchange(mode, _sent_body(request, body), http_status=resp.status_code, chunks=tuple(chunks),
                             latency_s=time.perf_counter() - started)
         parsed = _json_or_none(resp.text)
-        return Exchange(mode, _sent_body(request, body), status=resp.status_code, response=parsed,
+        return Exchange(mode, _sent_body(request, body), http_status=resp.status_code, response=parsed,
                         raw_text=None if parsed is not None else resp.text, latency_s=time.perf_counter() - started)
     except openai.APIStatusError as exc:
         text = exc.response.text  # the client has read the error body already, streaming or not
         parsed = _json_or_none(text)
-        return Exchange(mode, _sent_body(exc.request, body), status=exc.status_code, response=parsed,
+        return Exchange(mode, _sent_body(exc.request, body), http_status=exc.status_code, response=parsed,
                         raw_text=None if parsed is not None else text, latency_s=time.perf_counter() - started)
     except openai.APITimeoutError as exc:
         return Exchange(mode, _sent_body(exc.request, body), error=f"timeout after {client.timeout}",

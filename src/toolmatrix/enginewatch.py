@@ -12,31 +12,13 @@ records already written are never touched.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import attrs
 
-from toolmatrix.exitcodes import describe_exit
 from toolmatrix.launchers import Launcher
-from toolmatrix.results import encode_record
+from toolmatrix.results import Blame, EngineDeath, Posted, Record, Verdict
 
 LOG_LINES = 40
-
-
-@attrs.frozen
-class EngineDeath:
-    """When and how the engine died, as run.json and the spoiled records carry it."""
-
-    exit_code: int | None
-    log_tail: str
-    records_before: int  # records written before the death was noticed
-
-    @property
-    def summary(self) -> str:
-        return f"engine died ({describe_exit(self.exit_code)})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"exit_code": self.exit_code, "log_tail": self.log_tail, "records_before": self.records_before}
 
 
 class EngineWatch:
@@ -47,20 +29,18 @@ class EngineWatch:
         self.death: EngineDeath | None = None
         self.seen = 0
 
-    def observe(self, line: str, verdict: str, blame: str | None) -> tuple[str, str, str | None]:
-        """The record to write (an encoded JSON line), its verdict and blame: as given, or marked as spoiled."""
+    def observe(self, posted: Posted) -> Posted:
+        """The record to write: as given, or marked as spoiled by the engine's death."""
         self.seen += 1
-        failed = verdict == "error" or blame == "infra"
-        if not failed:
-            return line, verdict, blame
+        if posted.verdict != Verdict.ERROR and posted.blame != Blame.INFRA:
+            return posted
         if self.death is None and not self.launcher.alive():
             self.death = EngineDeath(self.launcher.exit_code(), self.launcher.log_tail(LOG_LINES), self.seen - 1)
         if self.death is None:
-            return line, verdict, blame
-        record = json.loads(line)
+            return posted
+        record = Record.from_dict(json.loads(posted.line))
         # The failed exchange is the cause (an unsupported verdict's reason would name the feature instead).
-        cause = next((f"{c['name']}: {c['detail']}" for c in record["checks"]
-                      if c["status"] == "fail" and c["blame"] == "infra"), record["reason"])
-        record.update(verdict="error", blame="infra", reason=f"{self.death.summary}; {cause}",
-                      engine_death=self.death.to_dict())
-        return encode_record(record), "error", "infra"
+        cause = next((f"{c.name}: {c.detail}" for c in record.checks if c.failed and c.blame is Blame.INFRA),
+                     record.reason)
+        return Posted.of(attrs.evolve(record, verdict=Verdict.ERROR, blame=Blame.INFRA,
+                                      reason=f"{self.death.summary}; {cause}", engine_death=self.death))

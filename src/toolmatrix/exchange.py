@@ -52,7 +52,7 @@ class Exchange:
 
     mode: Mode
     request: dict
-    status: int | None = None  # HTTP status; None when nothing came back
+    http_status: int | None = None  # None when nothing came back
     response: Any = None  # parsed JSON body (non-stream, or the error body)
     chunks: tuple[Any, ...] = ()  # every stream chunk in order, parsed JSON (or the raw line if not JSON)
     error: str | None = None  # transport problem: timeout, refused connection, broken stream
@@ -61,7 +61,7 @@ class Exchange:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.status is not None and 200 <= self.status < 300
+        return self.error is None and self.http_status is not None and 200 <= self.http_status < 300
 
     def message(self) -> Message | None:
         """The answer as one message; None when there is none to read (error, or a body with no choice)."""

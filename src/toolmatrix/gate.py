@@ -18,8 +18,8 @@ from typing import Mapping
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from toolmatrix.matrix.detail import repro_command, repro_prefix
-from toolmatrix.matrix.load import Outcome, ResultsError, RunInfo, read_outcomes, read_run_info
+from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, Word, read_outcomes, read_run_info,
+                                repro_command)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -75,13 +75,20 @@ def parse_threshold(text: str) -> tuple[str, float]:
     return category.strip(), rate
 
 
+class Ruling(Word):
+    """The gate's word on one case x mode."""
+
+    PASSED = "passed"
+    REGRESSION = "regression"  # passed in the baseline, does not now
+    ALLOWED = "allowed"  # in the allowlist: not gated
+    NOT_GATED = "not_gated"  # fails, but did not pass in the baseline either
+
+
 @attrs.frozen
 class Judgement:
-    """The gate's word on one case x mode: ``passed``, ``regression``, ``allowed`` or ``not_gated``."""
-
     key: Key
     category: str
-    status: str
+    ruling: Ruling
     message: str
 
 
@@ -113,15 +120,15 @@ class GateReport:
 
     @property
     def regressions(self) -> tuple[Judgement, ...]:
-        return tuple(v for v in self.judgements if v.status == "regression")
+        return tuple(v for v in self.judgements if v.ruling is Ruling.REGRESSION)
 
     @property
     def exit_code(self) -> int:
         return EXIT_FAILED if self.regressions or self.breaches else EXIT_PASS
 
     def lines(self) -> list[str]:
-        allowed = [v for v in self.judgements if v.status == "allowed"]
-        known = [v for v in self.judgements if v.status == "not_gated"]
+        allowed = [v for v in self.judgements if v.ruling is Ruling.ALLOWED]
+        known = [v for v in self.judgements if v.ruling is Ruling.NOT_GATED]
         out = [f"gate: {self.pair}: results {self.results} against baseline {self.baseline}"]
         out += [f"warning: {w}" for w in self.warnings]
         for v in self.regressions:
@@ -154,30 +161,30 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
         entry = next((e for e in allow if e.matches(pair, key, category)), None)
         if entry is not None:
             used.add(entry)
-            judgements.append(Judgement(key, category, "allowed", f"allowlisted ({entry.where}): {entry.reason}"))
-        elif cur is not None and cur.verdict == "pass":
-            judgements.append(Judgement(key, category, "passed", ""))
-        elif was is not None and was.verdict == "pass":
+            judgements.append(Judgement(key, category, Ruling.ALLOWED, f"allowlisted ({entry.where}): {entry.reason}"))
+        elif cur is not None and cur.verdict is Verdict.PASS:
+            judgements.append(Judgement(key, category, Ruling.PASSED, ""))
+        elif was is not None and was.verdict is Verdict.PASS:
             message = ("passed in the baseline, missing from the results" if cur is None else
                        f"passed in the baseline, now {cur.verdict} (blame: {cur.blame}): {cur.reason}")
-            judgements.append(Judgement(key, category, "regression", message))
+            judgements.append(Judgement(key, category, Ruling.REGRESSION, message))
         elif cur is not None:
             origin = "new case" if was is None else f"{was.verdict} in the baseline too"
-            judgements.append(Judgement(key, category, "not_gated", f"{cur.verdict} ({origin}): {cur.reason}"))
+            judgements.append(Judgement(key, category, Ruling.NOT_GATED, f"{cur.verdict} ({origin}): {cur.reason}"))
     return judgements
 
 
 def _rates(judgements: list[Judgement], now: dict[Key, Outcome], thresholds: Mapping[str, float],
            known: set[str]) -> tuple[list[tuple[str, int, int, float]], list[Breach]]:
     """Pass rate per threshold over the results' records that are not allowlisted, and the breaches."""
-    gated = [j for j in judgements if j.key in now and j.status != "allowed"]
+    gated = [j for j in judgements if j.key in now and j.ruling is not Ruling.ALLOWED]
     rates, breaches = [], []
     for category, threshold in thresholds.items():
         if category != ALL and category not in known:
             raise GateInputError(f"--min-pass-rate {category}={threshold}: unknown category {category!r} "
                                  f"(known: {', '.join(sorted(known)) or 'none'})")
         scope = [j for j in gated if category in (ALL, j.category)]
-        passed = sum(j.status == "passed" for j in scope)
+        passed = sum(j.ruling is Ruling.PASSED for j in scope)
         rates.append((category, passed, len(scope), threshold))
         # No record left: all allowlisted (nothing to judge), or none run at all (a breach).
         present = any(category in (ALL, o.category) for o in now.values())
@@ -201,11 +208,11 @@ def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, floa
     judgements = _judge(info.pair, before, now, allow, used)
     known = {o.category for o in (*before.values(), *now.values())}
     rates, breaches = _rates(judgements, now, min_pass_rates or {}, known)
-    prefix = repro_prefix(info.run)
+    prefix = info.run.repro_prefix()
     report = GateReport(
         info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
         tuple(rates), tuple(breaches), tuple(e for e in allow if e not in used), tuple(warnings),
-        {v.key: repro_command(prefix, *v.key) for v in judgements if v.status == "regression"})
+        {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION})
     if junit_xml is not None:
         write_junit(report, junit_xml)
     return report
@@ -223,11 +230,11 @@ def write_junit(report: GateReport, path: Path) -> None:
     suite = TestSuite(_xml(f"toolmatrix gate {report.pair}"))
     for v in report.judgements:
         case = TestCase(_xml(f"{v.key[0]}[{v.key[1]}]"), classname=_xml(f"{report.pair}.{v.category}"))
-        if v.status == "regression":
+        if v.ruling is Ruling.REGRESSION:
             failure = Failure(_xml(v.message), type_="regression")
             failure.text = _xml(f"{v.message}\nrepro: {report.repro[v.key]}")
             case.result = [failure]
-        elif v.status in ("allowed", "not_gated"):
+        elif v.ruling in (Ruling.ALLOWED, Ruling.NOT_GATED):
             case.result = [Skipped(_xml(v.message))]
         suite.add_testcase(case)
     breached = {b.category for b in report.breaches}

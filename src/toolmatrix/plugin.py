@@ -9,6 +9,7 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -17,26 +18,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from toolmatrix.cases import Case, case_files, load_cases
 from toolmatrix.client import Target, make_client
-from toolmatrix.enginewatch import EngineDeath, EngineWatch
+from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.pairs import run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
-from toolmatrix.results import RUN, SCHEMA_VERSION, RecordWriter, encode_record, write_json_atomic
+from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import Profile, Runner, build_request, lost_record
 from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
-RECORD_KEY = "toolmatrix_record"  # the record as one encoded JSON line
-VERDICT_KEY = "toolmatrix_verdict"  # (category, mode, verdict, blame) for the summary
+RECORD_KEY = "toolmatrix_record"  # a Posted record, as a plain tuple
 state_key = pytest.StashKey["RunState"]()
 
 
@@ -79,6 +80,9 @@ class RunState:
         opt = config.getoption
         if not opt("--model"):
             raise pytest.UsageError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
+        if opt("--api-key-env") and not os.environ.get(opt("--api-key-env")):
+            raise pytest.UsageError(f"--api-key-env {opt('--api-key-env')}: that environment variable is not set "
+                                    f"(or empty); nothing was started")
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
         paths += [Path(p) for p in opt("--cases")]
         try:
@@ -149,11 +153,11 @@ class RunState:
         """What the model's spec adds to every request: the prelude and request defaults."""
         return Profile(self.model.prelude, self.model.request_defaults)
 
-    def run_info(self, finished: datetime | None, exit_status: str, engine_death: dict | None) -> dict:
+    def run_info(self, finished: datetime | None, exit_status: ExitStatus, engine_death: EngineDeath | None) -> Run:
         describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,
                                                                    "launcher": "external", "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
-        return {
+        return Run.from_dict({
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "pair": f"{self.model.id}@{self.engine_id}",
@@ -169,8 +173,8 @@ class RunState:
             "cases": self.case_files,
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
-            "engine_death": engine_death,
-        }
+            "engine_death": engine_death and attrs.asdict(engine_death),
+        })
 
 
 def item_key(nodeid: str) -> tuple[str, str] | None:
@@ -226,7 +230,7 @@ class Controller:
 
     def __init__(self, state: RunState):
         self.state = state
-        self.exit_status = "complete"
+        self.exit_status = ExitStatus.COMPLETE
         self.page: Path | None = None
         self.watch: EngineWatch | None = None
         self.crashed: dict[tuple[str, str], str] = {}  # (case id, mode) -> why, for cases lost with a worker
@@ -263,13 +267,13 @@ class Controller:
             return
         if self.crashed:  # the crashed case ran again after all
             self.crashed.pop(item_key(report.nodeid), None)
-        self.write(props[RECORD_KEY], *props[VERDICT_KEY])
+        self.write(Posted(*props[RECORD_KEY]))
 
-    def write(self, line: str, category: str, mode: str, verdict: str, blame: str | None) -> None:
-        line, verdict, blame = self.watch.observe(line, verdict, blame)
-        self.state.verdicts.append((category, mode, verdict, blame))
+    def write(self, posted: Posted) -> None:
+        posted = self.watch.observe(posted)
+        self.state.verdicts.append((posted.category, posted.mode, posted.verdict, posted.blame))
         if self.state.writer is not None:
-            self.state.writer.write_line(line, verdict)
+            self.state.writer.write(posted)
 
     def write_lost(self) -> None:
         """Records for the cases that died with a worker and were not run again (xdist's loadgroup reruns the
@@ -277,17 +281,16 @@ class Controller:
         for (case_id, mode), why in self.crashed.items():
             case = self.state.cases[case_id]
             body = build_request(case, self.state.endpoint["model"], self.state.profile)
-            self.write(encode_record(lost_record(case, mode, body, self.state.run_id, why)), case.category, mode,
-                       "error", "infra")
+            self.write(Posted.of(lost_record(case, mode, body, self.state.run_id, why)))
         self.crashed.clear()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.write_lost()
         if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C or SIGTERM (xdist swallows the interrupt hook)
-            self.exit_status = "interrupted"
+            self.exit_status = ExitStatus.INTERRUPTED
         elif self.death is not None:
-            self.exit_status = "engine_died"
+            self.exit_status = ExitStatus.ENGINE_DIED
             if exitstatus != pytest.ExitCode.INTERNAL_ERROR:
                 session.exitstatus = ENGINE_DIED  # pytest returns what this hook leaves here
         self.finish()
@@ -297,13 +300,11 @@ class Controller:
 
     def finish(self) -> None:
         state = self.state
-        death = self.death.to_dict() if self.death else None
-        info = state.run_info(datetime.now(timezone.utc), self.exit_status, death) if state.writer else None
+        info = state.run_info(datetime.now(timezone.utc), self.exit_status, self.death) if state.writer else None
         if state.launcher is not None:
             state.launcher.stop()
         if state.writer is not None and info is not None:
-            state.writer.close()
-            write_json_atomic(state.writer.directory / RUN, info)
+            state.writer.close(info)
             self.page = self.build_page(state.writer.directory)
             state.writer = None
 

@@ -1,26 +1,285 @@
-"""Result records and run metadata: ``results.jsonl`` and ``run.json`` in a results directory.
+"""Result records and runs: the one owner of ``results.jsonl`` and ``run.json``, their types, writer and reader.
+
+A record is one case in one mode against one pair (``Record``); a run is the ``run.json`` beside the records
+(``Run``). Both are typed attrs classes, turned into JSON and back by cattrs; every producer (runner, plugin,
+enginewatch) builds them and every consumer (matrix, gate, check-results, the tests) reads them here.
 
 One writer per file, always the pytest controller: records arrive in test reports (from xdist workers too) and
 are appended one complete line per ``write`` to ``results.jsonl.partial``, which becomes ``results.jsonl`` by
-an atomic rename when the run ends. Readers (matrix, gate) only ever see whole files.
+an atomic rename when the run ends. Readers only ever see whole files.
+
+Records of format version 1 (before checks had an ``outcome`` and a ``kind``, and when ``status`` was the HTTP
+status) still load: the reader migrates them line by line.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
+import shlex
 import tempfile
+from datetime import datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
+import attrs
+import cattrs
+import jsonschema_rs
 import orjson
+from cattrs.gen import make_dict_unstructure_fn, override
 
-from toolmatrix.specs import validate_instance
+from toolmatrix.exitcodes import describe_exit
+from toolmatrix.specs import load_schema, validate_instance
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
 RUN = "run.json"
-VERDICTS = ("pass", "fail", "unsupported", "error")
+MAX_PROBLEMS = 5
+
+
+class Word(str, enum.Enum):
+    """An enum whose members are the words written in JSON and shown to people (``str()`` and f-strings too)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Verdict(Word):
+    """A case's outcome in one mode."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNSUPPORTED = "unsupported"  # failed on a feature the engine spec declares unsupported
+    ERROR = "error"  # the exchange itself failed on a valid request (5xx, timeout, no server)
+
+
+class Blame(Word):
+    """Who caused a failure."""
+
+    MODEL = "model"
+    ENGINE = "engine"
+    TEMPLATE = "template"
+    INFRA = "infra"
+
+
+class CheckOutcome(Word):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+class ResultsError(Exception):
+    """A results directory that cannot be used; the message names the file and what is wrong."""
+
+
+@attrs.frozen
+class CheckResult:
+    """One check on one exchange. ``kind`` is the failure's structured class (``checks`` names them)."""
+
+    name: str
+    outcome: CheckOutcome
+    blame: Blame | None  # on a failure
+    detail: str
+    kind: str | None = None  # on a failure
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome is CheckOutcome.FAIL
+
+
+@attrs.frozen
+class EngineDeath:
+    """When and how the engine died, as run.json and the records it spoiled carry it."""
+
+    exit_code: int | None  # negative: the signal that killed it; None when the launcher cannot tell
+    log_tail: str
+    records_before: int  # records written before the death was noticed
+
+    @property
+    def summary(self) -> str:
+        return f"engine died ({describe_exit(self.exit_code)})"
+
+
+@attrs.frozen
+class Followup:
+    """The second turn of a round-trip case: what was sent back, the answer and its checks."""
+
+    request: dict
+    checks: tuple[CheckResult, ...]
+    http_status: int | None = None
+    latency_s: float = 0.0
+    response: Any = None
+    chunks: list | None = None
+    error: str | None = None
+    raw_text: str | None = None
+
+
+@attrs.frozen
+class Record:
+    """One line of results.jsonl. The exchange is kept raw: the request exactly as sent, and the body (non-stream
+    or error) or every stream chunk as parsed from the wire."""
+
+    schema_version: int = attrs.field(default=SCHEMA_VERSION, kw_only=True)  # first in the JSON, for readers
+    run_id: str
+    case_id: str
+    category: str
+    mode: str  # nonstream | stream
+    verdict: Verdict
+    blame: Blame | None  # of the first failing check; None on a pass
+    reason: str  # the first failing check and its detail; "" on a pass
+    checks: tuple[CheckResult, ...]
+    request: dict
+    latency_s: float = 0.0
+    http_status: int | None = None  # None when nothing came back
+    response: Any = None
+    chunks: list | None = None
+    error: str | None = None  # transport problem: timeout, refused connection, broken stream
+    raw_text: str | None = None  # the body when it was not JSON
+    description: str | None = None  # the case's description, for a person reading a failure
+    expect: dict | None = None
+    followup: Followup | None = None
+    engine_death: EngineDeath | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome(self.category, self.verdict, self.blame, self.reason)
+
+    def to_dict(self) -> dict:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Record:
+        return _converter.structure(_migrate(data), cls)
+
+    def encode(self) -> str:
+        """One JSON line. Encoded once, where the record is made: a string crosses xdist's channel far cheaper
+        than the nested object, and the controller writes it as it comes."""
+        return encode_json_line(self.to_dict())
+
+
+class Posted(NamedTuple):
+    """A record on its way from the worker that ran the case to the controller that writes it: the encoded line
+    and what the controller counts, as plain values (xdist's channel carries no custom types; send a tuple)."""
+
+    line: str
+    category: str
+    mode: str
+    verdict: str
+    blame: str | None
+
+    @classmethod
+    def of(cls, record: Record) -> Posted:
+        return cls(record.encode(), record.category, record.mode, record.verdict.value,
+                   record.blame.value if record.blame else None)
+
+
+class Outcome(NamedTuple):
+    """What one case x mode came to in one run (a tuple: a matrix reads millions of them)."""
+
+    category: str
+    verdict: Verdict
+    blame: Blame | None
+    reason: str
+
+
+class ExitStatus(Word):
+    COMPLETE = "complete"
+    INTERRUPTED = "interrupted"
+    ENGINE_DIED = "engine_died"
+
+
+@attrs.frozen
+class Run:
+    """run.json: what was tested, where and when. ``engine``, ``model`` and ``hardware`` are open mappings
+    (their fields are described in run.schema.json) because launchers add what they know."""
+
+    schema_version: int = attrs.field(default=SCHEMA_VERSION, kw_only=True)
+    run_id: str
+    pair: str  # MODEL@ENGINE, the matrix cell key
+    engine: dict
+    model: dict
+    hardware: dict
+    started: str
+    finished: str | None
+    toolmatrix_version: str
+    counts: dict[str, int]
+    command: list[str] = attrs.field(factory=list)
+    cases: list[str] = attrs.field(factory=list)
+    exit_status: ExitStatus | None = None
+    engine_death: EngineDeath | None = None
+
+    def to_dict(self) -> dict:
+        return _converter.unstructure(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Run:
+        return _converter.structure({**data, "schema_version": SCHEMA_VERSION}, cls)
+
+    @property
+    def model_id(self) -> str:
+        return self.model["id"]
+
+    @property
+    def engine_id(self) -> str:
+        return self.engine["id"]
+
+    def repro_prefix(self) -> list[str]:
+        """``pytest`` and the target options of this run: the engine spec, or the URL of an external server."""
+        if self.engine.get("launcher") == "external" and self.engine.get("base_url"):
+            return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}"]
+        return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}"]
+
+
+def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
+    """The command that runs one case x mode again."""
+    # -k matches substrings, and "stream" is one of "nonstream".
+    selector = f"{case_id} and nonstream" if mode == "nonstream" else f"{case_id} and stream and not nonstream"
+    return shlex.join([*prefix, "-k", selector])
+
+
+# -- JSON <-> types --------------------------------------------------------------------------------------------
+
+_converter = cattrs.Converter()
+for _cls in (CheckResult, Followup, Record, Run):
+    # Optional fields left at their default are not written: a stream record has no "response", and so on.
+    _converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(
+        _cls, _converter, _cattrs_omit_if_default=True,
+        **{name: override(omit_if_default=False) for name in ("blame", "latency_s", "finished", "schema_version")
+           if name in attrs.fields_dict(_cls)}))
+
+
+def _migrate(data: dict) -> dict:
+    """A version-1 record as version 2: ``status`` (HTTP) became ``http_status``, a check's ``status`` its
+    ``outcome``."""
+    if data.get("schema_version") != 1:
+        return data
+    out = {**data, "schema_version": SCHEMA_VERSION, "checks": [_migrate_check(c) for c in data.get("checks", [])]}
+    if "status" in out:
+        out["http_status"] = out.pop("status")
+    if isinstance(out.get("followup"), dict):
+        followup = dict(out["followup"])
+        if "status" in followup:
+            followup["http_status"] = followup.pop("status")
+        followup["checks"] = [_migrate_check(c) for c in followup.get("checks", [])]
+        out["followup"] = followup
+    return out
+
+
+def _migrate_check(check: Any) -> Any:
+    if not isinstance(check, dict) or "status" not in check:
+        return check
+    out = {k: v for k, v in check.items() if k != "status"}
+    out["outcome"] = check["status"]
+    return out
+
+
+def encode_json_line(data: Any) -> str:
+    try:
+        return orjson.dumps(data, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):  # an integer beyond 64 bits from some engine: json copes
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -33,54 +292,173 @@ def write_json_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def encode_record(record: dict) -> str:
-    """One JSON line. Encoded once, where the record is made: a string crosses xdist's channel far cheaper
-    than the nested dict, and the controller writes it as it comes."""
-    try:
-        return orjson.dumps(record, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):  # an integer beyond 64 bits from some engine: json copes
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+# -- the writer ------------------------------------------------------------------------------------------------
 
 
 class RecordWriter:
-    """Appends records to ``DIR/results.jsonl.partial``; ``close()`` publishes ``DIR/results.jsonl``."""
+    """Appends records to ``DIR/results.jsonl.partial``; ``close(run)`` publishes ``results.jsonl`` and ``run.json``."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.partial = directory / (RECORDS + ".partial")
         self._handle = self.partial.open("w", encoding="utf-8")
-        self.counts = {v: 0 for v in VERDICTS}
+        self.counts = {v.value: 0 for v in Verdict}
 
-    def write_line(self, line: str, verdict: str) -> None:
-        """One record, already encoded by ``encode_record`` (on the worker that made it)."""
-        self._handle.write(line + "\n")  # one write per complete line: a crash leaves whole lines only
+    def write(self, posted: Posted) -> None:
+        """One record, already encoded (on the worker that made it)."""
+        self._handle.write(posted.line + "\n")  # one write per complete line: a crash leaves whole lines only
         self._handle.flush()
-        self.counts[verdict] = self.counts.get(verdict, 0) + 1
+        self.counts[posted.verdict] += 1
 
-    def close(self) -> Path:
+    def close(self, run: Run) -> None:
         if not self._handle.closed:
             self._handle.close()
             os.replace(self.partial, self.directory / RECORDS)
-        return self.directory / RECORDS
+        write_json_atomic(self.directory / RUN, run.to_dict())
 
 
-def read_records(directory: Path) -> Iterator[dict]:
-    with (directory / RECORDS).open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+# -- the reader ------------------------------------------------------------------------------------------------
 
 
-def validate_results(directory: Path) -> list[str]:
-    """Every schema problem in a results directory, as ``file:line: $.path: message`` lines."""
-    problems = [f"{directory / RUN}: {p}" for p in validate_instance(json.loads((directory / RUN).read_text()), "run.schema.json")]
-    with (directory / RECORDS).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                problems.append(f"{directory / RECORDS}:{number}: not JSON: {exc}")
+@attrs.frozen
+class RunInfo:
+    """A results directory whose ``run.json`` is valid; records not read yet."""
+
+    path: Path
+    run: Run
+    started: datetime
+
+    @property
+    def pair(self) -> str:
+        return self.run.pair
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+
+class Line(NamedTuple):
+    """One record as read: its line number, the bytes on disk, and the parsed (migrated, valid) JSON.
+
+    The matrix reads 10^6 of them: it takes ``outcome`` for every record and the JSON of failing ones only, so
+    the typed ``Record`` is made on demand (``record``), not for every line."""
+
+    number: int
+    raw: bytes
+    data: dict
+
+    @property
+    def outcome(self) -> Outcome:
+        d = self.data
+        return Outcome(d["category"], Verdict(d["verdict"]), d["blame"] and Blame(d["blame"]), d["reason"])
+
+    @property
+    def record(self) -> Record:
+        return _converter.structure(self.data, Record)
+
+
+def read_run_info(directory: Path) -> RunInfo:
+    """``run.json`` of ``directory``, validated; raises ResultsError saying why the directory is unusable."""
+    run_file = directory / RUN
+    if not directory.is_dir():
+        raise ResultsError(f"{directory}: {'not a directory' if directory.exists() else 'does not exist'}")
+    if not (directory / RECORDS).is_file() and (directory / (RECORDS + ".partial")).is_file():
+        raise ResultsError(f"{directory}: incomplete run ({RECORDS}.partial only: the run did not finish)")
+    if not run_file.is_file():
+        raise ResultsError(f"{directory}: not a results directory (no {RUN})")
+    if not (directory / RECORDS).is_file():
+        raise ResultsError(f"{directory}: no {RECORDS}")
+    try:
+        data = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ResultsError(f"{run_file}: not readable JSON: {exc}") from None
+    problems = validate_instance(data, "run.schema.json")
+    if problems:
+        raise ResultsError(_summarize([f"{run_file}: {p}" for p in problems]))
+    try:
+        started = datetime.fromisoformat(data["started"])
+    except ValueError:
+        raise ResultsError(f"{run_file}: $.started: not an ISO 8601 date-time (got {data['started']!r})") from None
+    if started.tzinfo is None:
+        raise ResultsError(f"{run_file}: $.started: no time zone (got {data['started']!r})")
+    return RunInfo(directory, Run.from_dict(data), started)
+
+
+@cache
+def _record_is_valid() -> Callable[[Any], bool]:
+    # A fast yes/no first (10^6 records in seconds); jsonschema words the problem for the rare "no".
+    return jsonschema_rs.validator_for(load_schema("record.schema.json")).is_valid
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)  # orjson is stricter (NaN, huge ints): let json decide
+
+
+def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict | None, list[str]]:
+    """The record on one line (migrated), and what is wrong with it."""
+    try:
+        data = _parse(line)
+    except ValueError as exc:
+        return None, [f"{path}:{number}: not JSON: {exc}"]
+    if isinstance(data, dict):
+        data = _migrate(data)
+    if _record_is_valid()(data) and data["run_id"] == run_id:
+        return data, []
+    found = validate_instance(data, "record.schema.json")
+    if found:
+        return None, [f"{path}:{number}: {p}" for p in found]
+    return None, [f"{path}:{number}: $.run_id: {data.get('run_id')!r} is not this run's id {run_id!r} "
+                  f"(records of another run mixed in)"]
+
+
+def scan_records(info: RunInfo) -> Iterator[Line]:
+    """Every record of a run in file order; raises ResultsError at the first bad line."""
+    path = info.path / RECORDS
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
                 continue
-            problems += [f"{directory / RECORDS}:{number}: {p}" for p in validate_instance(record, "record.schema.json")]
+            data, problems = _line_problems(path, number, raw, info.run_id)
+            if problems:
+                # Reading on only to count would double the cost of a broken multi-GB file.
+                raise ResultsError(_summarize(problems))
+            yield Line(number, raw, data)
+
+
+def read_records(directory: Path) -> Iterator[Record]:
+    """Every record of the results directory, typed; raises ResultsError if the directory is unusable."""
+    for line in scan_records(read_run_info(directory)):
+        yield line.record
+
+
+def read_outcomes(info: RunInfo) -> dict[tuple[str, str], Outcome]:
+    """Every ``(case_id, mode)`` of a run and its outcome (a repeated case x mode: the last record wins)."""
+    return {(line.data["case_id"], line.data["mode"]): line.outcome for line in scan_records(info)}
+
+
+def check_results(directory: Path) -> list[str]:
+    """Every problem in a results directory (not only the first), as ``file:line: $.path: message`` lines."""
+    try:
+        info = read_run_info(directory)
+    except ResultsError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    with (directory / RECORDS).open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if raw.strip():
+                problems += _line_problems(directory / RECORDS, number, raw, info.run_id)[1]
     return problems
+
+
+def _summarize(problems: list[str]) -> str:
+    shown = problems[:MAX_PROBLEMS]
+    more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+    return "\n  ".join(shown) + more

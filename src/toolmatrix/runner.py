@@ -13,10 +13,10 @@ import openai
 
 from toolmatrix import client as http
 from toolmatrix.cases import Case
-from toolmatrix.checks import CheckResult, Evidence, Verdict, judge, run_checks
+from toolmatrix.checks import Evidence, judge, run_checks
 from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.formats import Family
-from toolmatrix.results import SCHEMA_VERSION
+from toolmatrix.results import Blame, CheckOutcome, CheckResult, Followup, Record, Verdict
 
 
 @attrs.frozen
@@ -55,30 +55,22 @@ def followup_request(first: dict, answer_calls: list[dict], results: Mapping[str
     return {**first, "messages": [*first["messages"], assistant, *tool_messages]}
 
 
-def _exchange_fields(ex: Exchange) -> dict:
-    fields: dict[str, Any] = {"request": ex.request, "status": ex.status, "latency_s": round(ex.latency_s, 4)}
+def _exchange_fields(ex: Exchange) -> dict[str, Any]:
+    """The transcript of an exchange, as ``Record`` and ``Followup`` keep it."""
+    fields: dict[str, Any] = {"request": ex.request, "http_status": ex.http_status, "latency_s": round(ex.latency_s, 4),
+                              "error": ex.error, "raw_text": ex.raw_text}
     if ex.mode == "stream" and ex.ok:
         fields["chunks"] = list(ex.chunks)
     else:
         fields["response"] = ex.response
-    if ex.error is not None:
-        fields["error"] = ex.error
-    if ex.raw_text is not None:
-        fields["raw_text"] = ex.raw_text
     return fields
 
 
-def _record_head(case: Case, mode: Mode, run_id: str) -> dict:
-    """The fields that say which run, case and mode a record is of."""
-    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "case_id": case.id, "category": case.category,
-            "mode": mode}
-
-
-def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> dict:
+def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> Record:
     """The record of a case whose answer never came back, because the process running it crashed."""
-    check = {"name": "worker", "status": "fail", "blame": "infra", "detail": reason}
-    return {**_record_head(case, mode, run_id), "verdict": "error", "blame": "infra", "reason": f"worker: {reason}",
-            "checks": [check], "request": body, "latency_s": 0}
+    check = CheckResult("worker", CheckOutcome.FAIL, Blame.INFRA, reason, "WORKER_LOST")
+    return Record(run_id, case.id, case.category, mode, Verdict.ERROR, Blame.INFRA, f"worker: {reason}", (check,),
+                  body, description=case.description or None)
 
 
 @attrs.define
@@ -99,7 +91,7 @@ class Runner:
             self.references[case.id] = http.send(self.client, body, "nonstream")
         return self.references[case.id]
 
-    def run(self, case: Case, mode: Mode) -> tuple[Verdict, dict]:
+    def run(self, case: Case, mode: Mode) -> Record:
         body = build_request(case, self.model, self.profile)
         if mode == "nonstream":
             exchange = self.reference(case, body)
@@ -108,19 +100,21 @@ class Runner:
             exchange = http.send(self.client, body, "stream")
             reference = self.reference(case, body)
         checks = run_checks(Evidence(case, exchange, self.family, case.expect, reference))
-        record = self._record(case, mode, exchange, checks)
         message = exchange.message()
+        followup = None
         # The second turn echoes the engine's calls back; broken ones would only test how it takes garbage.
         if case.followup is not None and message is not None and message.tool_calls and all(
                 c.parsed_arguments() is not None for c in message.tool_calls):
-            record["followup"], second = self._followup(case, mode, body, exchange)
-            checks += second
-        verdict = judge(checks, self.unsupported, case.features)
-        record.update(verdict=verdict.verdict, blame=verdict.blame, reason=verdict.reason,
-                      checks=[c.to_dict() for c in checks])
-        return verdict, record
+            followup = self._followup(case, mode, body, exchange)
+            checks += followup.checks
+        decision = judge(checks, self.unsupported, case.features)
+        return Record(
+            self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
+            tuple(checks), description=case.description or None, followup=followup,
+            expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
+            **_exchange_fields(exchange))
 
-    def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> tuple[dict, list[CheckResult]]:
+    def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:
         raw_calls = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for c in first.message().tool_calls
@@ -128,11 +122,4 @@ class Runner:
         body = followup_request(first_body, raw_calls, case.followup.tool_results)
         exchange = http.send(self.client, body, mode)
         checks = run_checks(Evidence(case, exchange, self.family, case.followup.expect), "followup.")
-        return {**_exchange_fields(exchange), "checks": [c.to_dict() for c in checks]}, checks
-
-    def _record(self, case: Case, mode: Mode, exchange: Exchange, checks: list[CheckResult]) -> dict:
-        return {
-            **_record_head(case, mode, self.run_id),
-            **_exchange_fields(exchange),
-            "expect": json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
-        }
+        return Followup(checks=tuple(checks), **_exchange_fields(exchange))

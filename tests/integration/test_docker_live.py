@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]  # never beside another engine: 2 cores
 ROOT = Path(__file__).parents[2]
@@ -94,13 +94,13 @@ def docker_run(client, image, tmp_path_factory):
 def test_suite_runs_in_the_container_with_valid_results(docker_run, image):
     proc, results, run, _ = docker_run
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: some cases failed
-    assert validate_results(results) == []
+    assert check_results(results) == []
     records = list(read_records(results))
-    pairs = {(r["case_id"], r["mode"]) for r in records}
+    pairs = {(r.case_id, r.mode) for r in records}
     assert len(pairs) == len(records) >= 14, "one record per case x mode, none lost or doubled"
     assert {mode for _, mode in pairs} == {"nonstream", "stream"}
-    assert all(r["case_id"].startswith(("single.", "parallel.disabled_single")) for r in records)
-    assert not [r for r in records if r["verdict"] == "error"], "an infra error means the container misbehaved"
+    assert all(r.case_id.startswith(("single.", "parallel.disabled_single")) for r in records)
+    assert not [r for r in records if r.verdict == "error"], "an infra error means the container misbehaved"
     engine = run["engine"]
     assert engine["launcher"] == "docker" and engine["variant"] == "local"
     assert engine["image"] == IMAGE and engine["image_digest"] == image.id  # no registry: the image ID
@@ -146,7 +146,7 @@ def test_container_removed_when_the_run_is_interrupted(client, image, tmp_path, 
     assert containers(client, **{LABEL_OWNER: owner_of(proc)}) == [], out[-2000:]
     assert containers(client, **{LABEL_RUN: None}) == [], "no toolmatrix container is left on this machine"
     run = json.loads((tmp_path / "r" / "run.json").read_text())
-    assert run["exit_status"] == "interrupted" and validate_results(tmp_path / "r") == []
+    assert run["exit_status"] == "interrupted" and check_results(tmp_path / "r") == []
 
 
 def dead_pid() -> int:

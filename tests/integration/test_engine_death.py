@@ -15,7 +15,7 @@ from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.fake import DIED
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = pytest.mark.xdist_group("engine-death")
 LIBRARY = load_cases([data_root() / "cases"])
@@ -38,9 +38,9 @@ def test_exit_code_says_the_engine_died(died):
 
 def test_every_case_and_mode_has_one_record_and_the_results_are_valid(died):
     _, results = died
-    keys = [(r["case_id"], r["mode"]) for r in read_records(results)]
+    keys = [(r.case_id, r.mode) for r in read_records(results)]
     assert len(keys) == len(set(keys)) == 2 * len(LIBRARY)
-    assert validate_results(results) == []
+    assert check_results(results) == []
     check = subprocess.run([shutil.which("toolmatrix"), "check-results", str(results)], capture_output=True, text=True)
     assert check.returncode == 0 and "OK" in check.stdout
 
@@ -48,19 +48,19 @@ def test_every_case_and_mode_has_one_record_and_the_results_are_valid(died):
 def test_records_after_the_death_are_engine_errors_with_the_log_tail(died):
     _, results = died
     records = list(read_records(results))
-    marked = [n for n, r in enumerate(records) if "engine_death" in r]
+    marked = [n for n, r in enumerate(records) if r.engine_death is not None]
     assert len(marked) > len(records) - 2 * DIE_AFTER  # at most 30 answers, a few of them with two records
     first = marked[0]
-    assert records[first]["engine_death"]["records_before"] == first
+    assert records[first].engine_death.records_before == first
     for r in (records[n] for n in marked):
-        assert (r["verdict"], r["blame"]) == ("error", "infra")
-        assert r["reason"].startswith(f"engine died (exit {DIED}); http_status: connection error")
-        assert r["engine_death"]["exit_code"] == DIED
-        assert f"fake engine: dying after {DIE_AFTER} chat requests" in r["engine_death"]["log_tail"]
-        assert r["latency_s"] < 2, "a dead engine refuses at once: nothing waits or retries"
+        assert (r.verdict, r.blame) == ("error", "infra")
+        assert r.reason.startswith(f"engine died (exit {DIED}); http_status: connection error")
+        assert r.engine_death.exit_code == DIED
+        assert f"fake engine: dying after {DIE_AFTER} chat requests" in r.engine_death.log_tail
+        assert r.latency_s < 2, "a dead engine refuses at once: nothing waits or retries"
     # Records before the death are as they came; after it, only late real answers are left unmarked.
-    assert all(r["status"] == 200 for r in records[first:] if "engine_death" not in r)
-    assert sum(r["verdict"] != "error" for r in records[:first]) >= DIE_AFTER // 2
+    assert all(r.http_status == 200 for r in records[first:] if r.engine_death is None)
+    assert sum(r.verdict != "error" for r in records[:first]) >= DIE_AFTER // 2
 
 
 def test_run_json_and_summary_tell_how_it_ended(died):

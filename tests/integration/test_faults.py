@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cases import load_cases
+from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client
 from toolmatrix.fake import FAULTS, FakeServer, Reply
 from toolmatrix.formats import get_family
+from toolmatrix.results import CheckResult, Record
 from toolmatrix.runner import Runner
 
 CASES = {c.id.split(".", 1)[1]: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}
@@ -91,28 +93,34 @@ def server():
         yield fake
 
 
-def run_case(server, case_name: str, mode: str, reply: Reply, followup_faults=frozenset(), unsupported=None):
+def run_case(server, case_name: str, mode: str, reply: Reply, followup_faults=frozenset(), unsupported=None,
+             followup_content="It is 21 °C in Paris."):
     server.script.reply = reply
-    server.script.followup = Reply(content="It is 21 °C in Paris.", faults=followup_faults)
+    server.script.followup = Reply(content=followup_content, faults=followup_faults)
     runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75)), "fake", get_family("hermes"),
                     unsupported=unsupported or {})
     return runner.run(CASES[case_name], mode)
 
 
-def first_failure(record: dict) -> dict | None:
-    checks = record["checks"] + record.get("followup", {}).get("checks", [])
-    return next((c for c in checks if c["status"] == "fail"), None)
+def first_failure(record: Record) -> CheckResult | None:
+    return next((c for c in record.checks if c.failed), None)  # the followup's checks are in record.checks too
 
 
 def test_every_fault_is_exercised():
     assert {row[1] for row in ROWS} == set(FAULTS)
 
 
+def test_every_check_has_a_row_and_every_row_a_check():
+    """A check no row makes fail is untested; a row naming no registered check tests nothing."""
+    caught = {row[4].removeprefix("followup.") for row in ROWS} | {row[3] for row in BEHAVIOUR_ROWS}
+    assert caught == {c.name for c in CHECKS}
+
+
 @pytest.mark.parametrize("case_name", sorted(CORRECT))
 @pytest.mark.parametrize("mode", BOTH)
 def test_correct_engine_passes(server, case_name, mode):
-    verdict, record = run_case(server, case_name, mode, CORRECT[case_name])
-    assert verdict.verdict == "pass", first_failure(record)
+    record = run_case(server, case_name, mode, CORRECT[case_name])
+    assert record.verdict == "pass", first_failure(record)
 
 
 @pytest.mark.parametrize(
@@ -123,44 +131,48 @@ def test_fault_is_caught(server, fault, case_name, mode, check, blame, expected)
     correct = CORRECT[case_name]
     faults = frozenset({fault})
     if check.startswith("followup."):
-        verdict, record = run_case(server, case_name, mode, correct, followup_faults=faults)
+        record = run_case(server, case_name, mode, correct, followup_faults=faults)
     else:
-        verdict, record = run_case(server, case_name, mode, Reply(correct.calls, correct.content, faults=faults))
+        record = run_case(server, case_name, mode, Reply(correct.calls, correct.content, faults=faults))
     failed = first_failure(record)
-    assert failed is not None and (failed["name"], failed["blame"]) == (check, blame), record["checks"]
-    assert (verdict.verdict, verdict.blame) == (expected, blame)
-    assert record["request"]["messages"][-1]["content"] == CASES[case_name].messages[-1]["content"]
+    assert failed is not None and (failed.name, failed.blame) == (check, blame), record.checks
+    assert (record.verdict, record.blame) == (expected, blame)
+    assert record.request["messages"][-1]["content"] == CASES[case_name].messages[-1]["content"]
 
 
-@pytest.mark.parametrize(
-    ("case_name", "reply", "check", "blame"),
-    [
-        ("choice_none", Reply(calls=PARIS), "tool_choice", "engine"),
-        ("choice_required", Reply(content="Hi!"), "tool_choice", "engine"),
-        ("choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
-        ("single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
-        ("single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
-        ("irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
-        ("parallel", Reply(calls=PARIS), "expected_calls", "model"),
-    ],
-    ids=["none-ignored", "required-ignored", "named-ignored", "wrong-value", "unknown-tool", "needless-call", "lost-call"],
-)
+# (id, case, reply, first failing check, blame): behaviour the fake answers as a model or an engine would,
+# with no fault injected into the wire. A follow-up text is given after the reply when it is the point.
+BEHAVIOUR_ROWS = [
+    ("none-ignored", "choice_none", Reply(calls=PARIS), "tool_choice", "engine"),
+    ("required-ignored", "choice_required", Reply(content="Hi!"), "tool_choice", "engine"),
+    ("named-ignored", "choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
+    ("wrong-value", "single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
+    ("unknown-tool", "single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
+    ("needless-call", "irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
+    ("lost-call", "parallel", Reply(calls=PARIS), "expected_calls", "model"),
+    ("result-ignored", "round_trip", Reply(calls=PARIS), "expected_content", "model", "It is sunny somewhere."),
+]
+
+
+@pytest.mark.parametrize(("case_name", "reply", "check", "blame", "followup"),
+                         [pytest.param(*row[1:5], row[5] if len(row) > 5 else "It is 21 °C in Paris.", id=row[0])
+                          for row in BEHAVIOUR_ROWS])
 @pytest.mark.parametrize("mode", BOTH)
-def test_wrong_behaviour_is_blamed(server, case_name, reply, check, blame, mode):
-    verdict, record = run_case(server, case_name, mode, reply)
+def test_wrong_behaviour_is_blamed(server, case_name, reply, check, blame, followup, mode):
+    record = run_case(server, case_name, mode, reply, followup_content=followup)
     failed = first_failure(record)
-    assert (failed["name"], failed["blame"], verdict.verdict) == (check, blame, "fail")
+    assert (failed.name.removeprefix("followup."), failed.blame, record.verdict) == (check, blame, "fail")
 
 
 def test_declared_gap_is_unsupported_not_hidden(server):
-    verdict, record = run_case(server, "choice_named", "nonstream", Reply(calls=PARIS),
-                               unsupported={"tool_choice.named": "named tool_choice becomes auto"})
-    assert verdict.verdict == "unsupported"
-    assert "named tool_choice becomes auto" in verdict.reason and "tool_choice" in verdict.reason
+    record = run_case(server, "choice_named", "nonstream", Reply(calls=PARIS),
+                      unsupported={"tool_choice.named": "named tool_choice becomes auto"})
+    assert record.verdict == "unsupported"
+    assert "named tool_choice becomes auto" in record.reason and "tool_choice" in record.reason
 
 
 def test_round_trip_sends_the_engines_own_ids_back(server):
-    verdict, record = run_case(server, "round_trip", "nonstream", CORRECT["round_trip"])
-    second = record["followup"]["request"]["messages"]
-    assert verdict.verdict == "pass"
+    record = run_case(server, "round_trip", "nonstream", CORRECT["round_trip"])
+    second = record.followup.request["messages"]
+    assert record.verdict == "pass"
     assert second[-2]["tool_calls"][0]["id"] == second[-1]["tool_call_id"] == "call_0"

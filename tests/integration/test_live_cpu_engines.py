@@ -23,7 +23,7 @@ import pytest
 
 from toolmatrix.launchers.process import find_binary, venv_dir
 from toolmatrix.registry import load_engines
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 ROOT = Path(__file__).parents[2]
@@ -60,10 +60,10 @@ def test_engine_serves_the_smoke_cases(smoke_run):
     engine_id, proc, results = smoke_run
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: some cases failed
     assert proc.stdout.count(f"toolmatrix: gemma3-270m@{engine_id} ready at") == 1, "started exactly once"
-    assert validate_results(results) == []
+    assert check_results(results) == []
     records = list(read_records(results))
-    assert len({(r["case_id"], r["mode"]) for r in records}) == len(records) == 2 * SMOKE_CASES
-    assert sum(r["status"] == 200 for r in records) >= SMOKE_CASES, "the engine answered most requests"
+    assert len({(r.case_id, r.mode) for r in records}) == len(records) == 2 * SMOKE_CASES
+    assert sum(r.http_status == 200 for r in records) >= SMOKE_CASES, "the engine answered most requests"
 
 
 def test_run_json_names_the_exact_engine(smoke_run):
@@ -76,14 +76,14 @@ def test_run_json_names_the_exact_engine(smoke_run):
 
 def called_tools(record: dict) -> list[str]:
     """Names of the structured tool calls in a non-streamed answer."""
-    choices = (record.get("response") or {}).get("choices") or [{}]
+    choices = (record.response or {}).get("choices") or [{}]
     return [call["function"]["name"] for call in (choices[0].get("message") or {}).get("tool_calls") or ()]
 
 
 def test_engine_parses_a_real_tool_call(smoke_run):
     """The engine's own parser turned the model's output into a structured call (the prelude shows how)."""
     _, _, results = smoke_run
-    answers = {r["case_id"]: called_tools(r) for r in read_records(results) if r["mode"] == "nonstream"}
+    answers = {r.case_id: called_tools(r) for r in read_records(results) if r.mode == "nonstream"}
     assert any("get_weather" in calls for calls in answers.values()), answers
 
 

@@ -22,7 +22,7 @@ import pytest
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import cache_dir, data_root
-from toolmatrix.results import RECORDS, read_records, validate_results
+from toolmatrix.results import RECORDS, read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 ROOT = Path(__file__).parents[2]
@@ -52,17 +52,17 @@ def live_run(tmp_path_factory):
 def test_live_run_completes_with_valid_results(live_run):
     proc, results = live_run
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: some cases failed
-    assert validate_results(results) == []
+    assert check_results(results) == []
     records = list(read_records(results))
     collected = int(re.search(r"(\d+) (?:passed|failed|xfailed)", proc.stdout.splitlines()[-1]).group(1))
     assert collected > 0
-    modes = {(r["case_id"], r["mode"]) for r in records}
+    modes = {(r.case_id, r.mode) for r in records}
     assert len(modes) == len(records) >= 60, "one record per case x mode, none lost or doubled"
     assert {m for _, m in modes} == {"nonstream", "stream"}
-    assert all(r["verdict"] in ("pass", "fail", "unsupported", "error") for r in records)
+    assert all(r.verdict in ("pass", "fail", "unsupported", "error") for r in records)
     # Every record carries the exact request and the raw answer.
-    stream = next(r for r in records if r["mode"] == "stream" and r["status"] == 200)
-    assert stream["request"]["stream"] is True and stream["chunks"]
+    stream = next(r for r in records if r.mode == "stream" and r.http_status == 200)
+    assert stream.request["stream"] is True and stream.chunks
     run = json.loads((results / "run.json").read_text())
     assert run["engine"]["launcher"] == "process" and "--jinja" in run["engine"]["flags"]
     assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
@@ -101,7 +101,7 @@ def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
     assert proc.returncode != 0
     assert llama_servers() == [], out[-2000:]
     run = json.loads((tmp_path / "r" / "run.json").read_text())  # what was done is kept, and says it was cut
-    assert run["exit_status"] == "interrupted" and validate_results(tmp_path / "r") == []
+    assert run["exit_status"] == "interrupted" and check_results(tmp_path / "r") == []
 
 
 def test_malformed_case_file_stops_before_any_request(tmp_path):
@@ -145,16 +145,16 @@ def test_engine_killed_mid_run(tmp_path):
     assert proc.returncode == ENGINE_DIED, out[-3000:]
     records = list(read_records(results))
     cases = [c for c in load_cases([data_root() / "cases"]) if "single" in c.id]
-    assert sorted((r["case_id"], r["mode"]) for r in records) == sorted((c.id, m) for c in cases for m in ("nonstream", "stream"))
-    marked = [r for r in records if "engine_death" in r]
+    assert sorted((r.case_id, r.mode) for r in records) == sorted((c.id, m) for c in cases for m in ("nonstream", "stream"))
+    marked = [r for r in records if r.engine_death is not None]
     assert marked and 2 <= marked[0]["engine_death"]["records_before"] < len(records)
     run = json.loads((results / "run.json").read_text())
     engine_log = Path(run["engine"]["log"]).read_text(errors="replace").rstrip()
     for r in marked:
-        assert (r["verdict"], r["blame"]) == ("error", "infra") and r["reason"].startswith("engine died (killed by SIGKILL); ")
-        assert r["engine_death"] == run["engine_death"] and r["engine_death"]["exit_code"] == -signal.SIGKILL
-        if "Connection refused" in r["reason"]:  # sent after the death, not in flight at it
-            assert r["latency_s"] < 5, "requests to the dead engine fail at once"
+        assert (r.verdict, r.blame) == ("error", "infra") and r.reason.startswith("engine died (killed by SIGKILL); ")
+        assert r.engine_death == run["engine_death"] and r.engine_death.exit_code == -signal.SIGKILL
+        if "Connection refused" in r.reason:  # sent after the death, not in flight at it
+            assert r.latency_s < 5, "requests to the dead engine fail at once"
     assert run["engine_death"]["log_tail"] and engine_log.endswith(run["engine_death"]["log_tail"].rstrip())
     check = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "check-results", str(results)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr

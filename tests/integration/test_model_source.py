@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 
 def test_single_pair_with_a_gguf_path(tmp_path):
@@ -25,8 +25,8 @@ def test_single_pair_with_a_gguf_path(tmp_path):
     flags = run["engine"]["flags"]
     assert flags[flags.index("-m") + 1] == str(gguf) and flags[flags.index("--alias") + 1] == "my-model.q4"
     records = list(read_records(tmp_path / "r"))
-    assert len(records) == 2 and {r["request"]["model"] for r in records} == {"my-model.q4"}
-    assert validate_results(tmp_path / "r") == []
+    assert len(records) == 2 and {r.request["model"] for r in records} == {"my-model.q4"}
+    assert check_results(tmp_path / "r") == []
 
 
 def test_a_bad_source_is_a_usage_error_before_anything_starts(tmp_path):

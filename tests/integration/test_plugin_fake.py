@@ -15,7 +15,7 @@ import pytest
 from toolmatrix.cases import load_cases
 from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = pytest.mark.xdist_group("plugin-fake")  # one module-scoped run, shared by these tests
 ROOT = Path(__file__).parents[2]
@@ -46,7 +46,7 @@ def test_every_case_and_mode_recorded_once(xdist_run):
     proc, results = xdist_run
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]  # the fake answers wrong on purpose
     records = list(read_records(results))
-    keys = [(r["case_id"], r["mode"]) for r in records]
+    keys = [(r.case_id, r.mode) for r in records]
     assert len(keys) == len(set(keys)) == 2 * len(LIBRARY)
     assert not (results / "results.jsonl.partial").exists()
 
@@ -59,7 +59,7 @@ def test_stream_compared_with_its_own_nonstream_answer(fake, xdist_run):
 
 def test_results_validate_against_their_schemas(xdist_run):
     _, results = xdist_run
-    assert validate_results(results) == []
+    assert check_results(results) == []
     run = json.loads((results / "run.json").read_text())
     assert run["engine"]["launcher"] == "external" and run["exit_status"] == "complete"
     assert sum(run["counts"].values()) == 2 * len(LIBRARY)
@@ -78,7 +78,7 @@ def test_request_recorded_exactly_as_sent(fake, xdist_run):
     _, results = xdist_run
     sent = {json.dumps(b, sort_keys=True) for b in fake.requests}
     for record in read_records(results):
-        assert json.dumps(record["request"], sort_keys=True) in sent
+        assert json.dumps(record.request, sort_keys=True) in sent
 
 
 def test_summary_table_lists_every_category(xdist_run):
@@ -118,3 +118,24 @@ def test_unknown_family_for_a_url_is_a_usage_error(tmp_path):
     env = {**__import__("os").environ, "TOOLMATRIX_FAMILY": "no_such_format"}
     proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "x", env=env)
     assert proc.returncode == 4 and "TOOLMATRIX_FAMILY" in proc.stderr and "no_such_format" in proc.stderr
+
+
+def test_unset_api_key_variable_is_a_usage_error_before_anything_starts(fake, tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TM_NO_SUCH_KEY"}
+    before = len(fake.requests)
+    proc = run_pytest(tmp_path, "--base-url", fake.base_url, "--model", "fake", "--api-key-env", "TM_NO_SUCH_KEY",
+                      "--results-dir", str(tmp_path / "r"), env=env)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "--api-key-env TM_NO_SUCH_KEY: that environment variable is not set" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr and "ready at" not in proc.stdout
+    assert len(fake.requests) == before and not (tmp_path / "r").exists()
+
+
+def test_a_failure_names_the_case_description(xdist_run):
+    """The description says what the case is about; a person reading a failure should not have to look it up."""
+    proc, results = xdist_run
+    described = next(c for c in LIBRARY if c.description and c.category == "irrelevance")
+    assert f"[{described.description}]" in proc.stdout or described.description[:40] in proc.stdout
+    cells = json.loads((results / "matrix" / "matrix.json").read_text())["cells"]
+    shown = {(f["case_id"], f.get("description")) for f in cells[0]["failures"]}
+    assert (described.id, described.description) in shown

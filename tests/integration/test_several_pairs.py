@@ -14,7 +14,7 @@ import pytest
 from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.fake import FakeServer, first_tool
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = pytest.mark.xdist_group("pairs")
 SUBSET = ["-k", "single"]  # 16 items a pair: enough to see each pair run
@@ -48,9 +48,9 @@ def test_each_served_pair_runs_once_with_its_own_valid_results(two_engines):
     proc, root = two_engines
     for pair in ("gemma3-270m@llamacpp", "gemma3-270m@llama-cpp-python"):
         assert proc.stdout.count(f"toolmatrix: {pair} ready at") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-        assert validate_results(root / pair) == []
+        assert check_results(root / pair) == []
         records = list(read_records(root / pair))
-        assert len(records) == len({(r["case_id"], r["mode"]) for r in records}) == 16
+        assert len(records) == len({(r.case_id, r.mode) for r in records}) == 16
         assert json.loads((root / pair / "run.json").read_text())["pair"] == pair
     # One after another: the second engine started after the first run had finished.
     assert proc.stdout.index("gemma3-270m@llamacpp ready at") < proc.stdout.index("pair 3/4: gemma3-270m@llama-cpp-python")
@@ -89,7 +89,7 @@ def test_one_url_under_several_model_names(tmp_path):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert served == {"fake-a", "fake/b"}
     for name in ("fake-a@external", "fake_b@external"):
-        assert validate_results(tmp_path / name) == []
+        assert check_results(tmp_path / name) == []
 
 
 def test_sigterm_stops_the_running_pair_and_starts_no_other(tmp_path):
@@ -111,7 +111,7 @@ def test_sigterm_stops_the_running_pair_and_starts_no_other(tmp_path):
     assert "gemma3-270m@llama-cpp-python: not run: stopped by SIGTERM" in out
     assert "llama-cpp-python ready at" not in out and not (tmp_path / "r" / "gemma3-270m@llama-cpp-python").exists()
     run = json.loads((tmp_path / "r" / "gemma3-270m@llamacpp" / "run.json").read_text())
-    assert run["exit_status"] == "interrupted" and validate_results(tmp_path / "r" / "gemma3-270m@llamacpp") == []
+    assert run["exit_status"] == "interrupted" and check_results(tmp_path / "r" / "gemma3-270m@llamacpp") == []
 
 
 @pytest.mark.parametrize(("args", "message"), [

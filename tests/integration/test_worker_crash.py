@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.results import read_records, validate_results
+from toolmatrix.results import read_records, check_results
 
 pytestmark = pytest.mark.xdist_group("worker-crash")
 DELAY_S = 2.0  # each answer of the stand-in engine: long enough to kill a worker mid-case
@@ -44,13 +44,13 @@ def test_a_crashed_worker_costs_no_record(tmp_path, dist, lost_records):
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, out[-3000:]  # the crash item is reported failed; nothing else went wrong
     assert "replacing crashed worker" in out and "crashed while running" in out
-    assert validate_results(tmp_path / "r") == []
+    assert check_results(tmp_path / "r") == []
     records = list(read_records(tmp_path / "r"))
-    assert len({(r["case_id"], r["mode"]) for r in records}) == len(records) == 14, "one record per case x mode"
-    lost = [r for r in records if r["reason"].startswith("worker: ")]
+    assert len({(r.case_id, r.mode) for r in records}) == len(records) == 14, "one record per case x mode"
+    lost = [r for r in records if r.reason.startswith("worker: ")]
     assert len(lost) == lost_records, out[-3000:]
     for record in lost:
-        assert (record["verdict"], record["blame"]) == ("error", "infra") and "crashed while running" in record["reason"]
-        assert record["request"]["messages"] and record["request"]["model"] == "gemma3-270m"
+        assert (record.verdict, record.blame) == ("error", "infra") and "crashed while running" in record.reason
+        assert record.request["messages"] and record.request["model"] == "gemma3-270m"
     stand_ins = subprocess.run(["pgrep", "-f", str(tmp_path / "llamacpp-stand-in")], capture_output=True, text=True)
     assert stand_ins.stdout == "", "the engine was stopped"

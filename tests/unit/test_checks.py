@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import attrs
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -57,9 +59,9 @@ def test_request_text_is_not_a_leak():
     body = {"choices": [{"message": {"role": "assistant", "content": "echo: </tool_call>"}, "finish_reason": "stop"}]}
     request = {"messages": [{"role": "user", "content": "Repeat </tool_call> please"}]}
     results = {r.name: r for r in run_checks(Evidence(case, Exchange("nonstream", request, 200, body), HERMES, case.expect))}
-    assert results["no_marker_leak"].status == "pass"
+    assert results["no_marker_leak"].outcome == "pass"
     leaked = {r.name: r for r in run_checks(Evidence(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))}
-    assert leaked["no_marker_leak"].status == "fail"
+    assert leaked["no_marker_leak"].outcome == "fail"
 
 
 json_values = st.recursive(
@@ -80,9 +82,9 @@ def test_no_engine_output_crashes_a_check(body, chunks, status, case_id):
     case = CASES[case_id]
     for exchange in (Exchange("nonstream", {}, status, body), Exchange("stream", {}, status, tuple(chunks))):
         results = run_checks(Evidence(case, exchange, HERMES, case.expect, Exchange("nonstream", {}, 200, body)))
-        assert [r.name for r in results] == [name for name, _ in CHECKS]
-        assert all(r.status in ("pass", "fail", "skip") for r in results)
-        json.dumps([r.to_dict() for r in results])
+        assert [r.name for r in results] == [c.name for c in CHECKS]
+        assert all(r.outcome in ("pass", "fail", "skip") for r in results)
+        json.dumps([attrs.asdict(r) for r in results])
 
 
 def _call_body(arguments: str) -> dict:
@@ -96,7 +98,7 @@ def test_ascii_escape_is_told_from_an_escaped_backslash():
 
     def status(arguments: str) -> str:
         results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, _call_body(arguments)), HERMES, case.expect))
-        return next(r.status for r in results if r.name == "ascii_escaping")
+        return next(r.outcome for r in results if r.name == "ascii_escaping")
 
     assert status(json.dumps({"city": "Zürich"}, ensure_ascii=True)) == "fail"
     assert status(json.dumps({"city": "Zürich"}, ensure_ascii=False)) == "pass"

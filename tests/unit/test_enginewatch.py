@@ -10,7 +10,7 @@ from tests.helpers_results import record
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exitcodes import describe_exit, meaning
 from toolmatrix.launchers import ExternalLauncher
-from toolmatrix.results import encode_record
+from toolmatrix.results import Posted
 from toolmatrix.specs import validate_instance
 
 
@@ -40,9 +40,9 @@ def refused(case_id: str, verdict: str = "error", reason: str = "http_status: co
 
 
 def seen(watch: EngineWatch, rec: dict) -> dict:
-    line, verdict, blame = watch.observe(encode_record(rec), rec["verdict"], rec["blame"])
-    out = json.loads(line)
-    assert (out["verdict"], out["blame"]) == (verdict, blame)
+    posted = watch.observe(Posted(json.dumps(rec), rec["category"], rec["mode"], rec["verdict"], rec["blame"]))
+    out = json.loads(posted.line)
+    assert (out["verdict"], out["blame"]) == (posted.verdict, posted.blame)
     return out
 
 

@@ -15,7 +15,6 @@ import re
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
-from importlib import metadata
 from itertools import repeat
 from pathlib import Path
 from typing import IO, Iterable, Iterator
@@ -23,9 +22,9 @@ from typing import IO, Iterable, Iterator
 import attrs
 
 from toolmatrix.matrix.cell import Cell, history, page_history, summarize_run
-from toolmatrix.matrix.load import ResultsError, RunInfo, read_outcomes, read_run_info
 from toolmatrix.matrix.page import render_html, render_markdown
-from toolmatrix.results import RECORDS, RUN
+from toolmatrix.results import RECORDS, RUN, ResultsError, RunInfo, read_outcomes, read_run_info
+from toolmatrix.runinfo import toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
 # one cell does not use passes on to the next); its counts, flags and breakdown take about CELL_SUMMARY_BYTES,
@@ -94,7 +93,7 @@ def _newest_first(infos: list[RunInfo]) -> dict[str, list[RunInfo]]:
     for info in infos:
         by_pair[info.pair].append(info)
     for runs in by_pair.values():
-        runs.sort(key=lambda i: (i.started, i.run.get("finished") or "", i.run_id, str(i.path)), reverse=True)
+        runs.sort(key=lambda i: (i.started, i.run.finished or "", i.run_id, str(i.path)), reverse=True)
     return by_pair
 
 
@@ -119,13 +118,6 @@ class _MatrixJson:
     def abort(self) -> None:
         self.handle.close()
         self.partial.unlink(missing_ok=True)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("toolmatrix")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @attrs.frozen
@@ -216,7 +208,7 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
             stale.unlink()  # cells/ is ours: a file of a pair no longer shown would mislead
     data = {
         "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "toolmatrix_version": _version(), "page_budget_bytes": PAGE_DATA_BUDGET,
+        "toolmatrix_version": toolmatrix_version(), "page_budget_bytes": PAGE_DATA_BUDGET,
         "skipped": [attrs.asdict(s) for s in skipped], "superseded": superseded,
     }
     matrix_json.close(data)

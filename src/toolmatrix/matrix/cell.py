@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
-from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail, repro_command, repro_prefix
-from toolmatrix.matrix.load import Outcome, RunInfo, iter_records, outcome_of
+from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
+from toolmatrix.results import Outcome, RunInfo, Verdict, repro_command, scan_records
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
@@ -84,10 +84,10 @@ class Cell:
 
 def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
     run = info.run
-    engine, model = run["engine"], run["model"]
+    engine, model = run.engine, run.model
     return {
-        "pair": info.pair, "model": info.model, "engine": info.engine, "run_id": info.run_id,
-        "started": run["started"], "finished": run.get("finished"), "exit_status": run.get("exit_status"),
+        "pair": info.pair, "model": run.model_id, "engine": run.engine_id, "run_id": info.run_id,
+        "started": run.started, "finished": run.finished, "exit_status": run.exit_status and run.exit_status.value,
         "path": str(info.path), "details_file": details_name,
         "engine_version": engine.get("version"), "launcher": engine.get("launcher"),
         "base_url": engine.get("base_url"), "flags": engine.get("flags", []),
@@ -115,23 +115,26 @@ def summarize_run(info: RunInfo, budget: int, out_dir: Path, details_name: str) 
 
 
 def _summarize(info: RunInfo, budget: _Budget, details: Any, details_name: str) -> Cell:
-    prefix = repro_prefix(info.run)
+    prefix = info.run.repro_prefix()
     blob_cap = budget.blob_cap
     breakdown: Counter = Counter()
     outcomes: dict[tuple[str, str], Outcome] = {}
     failures: list[dict] = []
     shown: list[dict] = []
-    for _, line, record in iter_records(info):
+    for line in scan_records(info):
+        record = line.data  # failing records are copied as they are: the typed Record is not needed here
         breakdown[record["category"], record["mode"], record["verdict"], record["blame"]] += 1
-        outcomes[record["case_id"], record["mode"]] = outcome_of(record)
-        if record["verdict"] == "pass":
+        outcomes[record["case_id"], record["mode"]] = line.outcome
+        if record["verdict"] == Verdict.PASS:
             continue
-        details.write(line if line.endswith(b"\n") else line + b"\n")
+        details.write(line.raw if line.raw.endswith(b"\n") else line.raw + b"\n")
         entry = {
             "case_id": record["case_id"], "category": record["category"], "mode": record["mode"],
             "verdict": record["verdict"], "blame": record["blame"], "reason": cap(record["reason"], REASON_CAP),
             "repro": repro_command(prefix, record["case_id"], record["mode"]),
         }
+        if record.get("description"):
+            entry["description"] = record["description"]
         failures.append(entry)
         if budget.take_row(entry):
             detail = None if budget.details_full else failure_detail(record, blob_cap)
@@ -165,7 +168,7 @@ def history(previous: RunInfo, before: dict[tuple[str, str], Outcome], now: dict
 
     common = sorted(before.keys() & now.keys())
     return {
-        "previous_run_id": previous.run_id, "previous_started": previous.run["started"],
+        "previous_run_id": previous.run_id, "previous_started": previous.run.started,
         "previous_path": str(previous.path),
         "newly_failing": [entry(k, before[k]) for k in common if before[k].verdict == "pass" != now[k].verdict],
         "newly_passing": [entry(k, before[k]) for k in common if before[k].verdict != "pass" == now[k].verdict],

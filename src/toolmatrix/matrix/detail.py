@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import shlex
 from typing import Any
 
 from toolmatrix.exchange import assemble_stream, message_from_response
@@ -52,7 +51,7 @@ def _ordered(calls: list[dict], ordered: bool) -> list[dict]:
 def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
     """Unified diff of the expected tool calls against the ones that came back ("" when there is no answer)."""
     expect = record.get("expect")
-    if not isinstance(expect, dict) or not record.get("status") or record.get("error"):
+    if not isinstance(expect, dict) or not record.get("http_status") or record.get("error"):
         return ""
     if "chunks" in record:
         message = assemble_stream(tuple(record["chunks"]))
@@ -73,7 +72,7 @@ def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
 
 def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
     """The heavy part of a failing case, as text fields of at most ``limit`` characters each."""
-    detail: dict[str, Any] = {"status": record.get("status"), "request": blob(record["request"], limit)}
+    detail: dict[str, Any] = {"http_status": record.get("http_status"), "request": blob(record["request"], limit)}
     if "chunks" in record:
         detail["chunks"] = chunks_text(record["chunks"], limit)
     if "response" in record:
@@ -83,7 +82,7 @@ def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
             detail[key] = cap(str(record[key]), limit)
     detail["checks"] = [
         {"name": c["name"], "blame": c["blame"], "detail": cap(c["detail"], REASON_CAP)}
-        for c in record["checks"] if c["status"] == "fail"
+        for c in record["checks"] if c["outcome"] == "fail"
     ]
     detail["diff"] = expectation_diff(record, limit)
     if "expect" in record:
@@ -91,17 +90,3 @@ def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
     if "followup" in record:
         detail["followup"] = blob({k: v for k, v in record["followup"].items() if k != "request"}, limit)
     return detail
-
-
-def repro_prefix(run: dict) -> list[str]:
-    """``pytest`` and the target options of a run: the engine spec, or the URL of an external server."""
-    engine, model = run["engine"], run["model"]
-    if engine.get("launcher") == "external" and engine.get("base_url"):
-        return ["pytest", f"--base-url={engine['base_url']}", f"--model={model['served_name']}"]
-    return ["pytest", f"--engine={engine['id']}", f"--model={model['id']}"]
-
-
-def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
-    # -k matches substrings, and "stream" is one of "nonstream".
-    selector = f"{case_id} and nonstream" if mode == "nonstream" else f"{case_id} and stream and not nonstream"
-    return shlex.join([*prefix, "-k", selector])

@@ -23,13 +23,6 @@ MD_LIST_CAP = 10
 _BLOCK = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
-def level(rate: float | None) -> str:
-    """Colour level of a pass rate (the page uses the same thresholds)."""
-    if rate is None:
-        return "none"
-    return "good" if rate >= 0.95 else "ok" if rate >= 0.8 else "warn" if rate >= 0.5 else "bad"
-
-
 def layout(cells: list[dict]) -> dict[str, Any]:
     """Rows, columns (with versions and the key flags all of a column's cells share), categories and blames."""
     engines = []

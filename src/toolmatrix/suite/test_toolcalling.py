@@ -5,15 +5,16 @@ Collected only when a target is given (``--engine``/``--base-url``); parametrize
 
 import pytest
 
-from toolmatrix.plugin import RECORD_KEY, VERDICT_KEY
-from toolmatrix.results import encode_record
+from toolmatrix.plugin import RECORD_KEY
+from toolmatrix.results import Posted, Verdict
 
 
 def test_case(tm_case, tm_mode, toolmatrix_runner, record_property):
-    verdict, record = toolmatrix_runner.run(tm_case, tm_mode)
-    record_property(RECORD_KEY, encode_record(record))
-    record_property(VERDICT_KEY, (tm_case.category, tm_mode, verdict.verdict, verdict.blame))
-    if verdict.verdict == "unsupported":
-        pytest.xfail(f"unsupported: {verdict.reason}")
-    if verdict.verdict != "pass":
-        pytest.fail(f"{verdict.verdict} (blame: {verdict.blame}): {verdict.reason}", pytrace=False)
+    record = toolmatrix_runner.run(tm_case, tm_mode)
+    record_property(RECORD_KEY, tuple(Posted.of(record)))
+    if record.verdict is Verdict.UNSUPPORTED:
+        pytest.xfail(f"unsupported: {record.reason}")
+    if record.verdict is not Verdict.PASS:
+        about = f" [{tm_case.description}]" if tm_case.description else ""
+        pytest.fail(f"{record.verdict.value} (blame: {record.blame and record.blame.value}): {record.reason}{about}",
+                    pytrace=False)

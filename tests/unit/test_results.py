@@ -1,0 +1,78 @@
+"""results owns the record and the run: typed, one writer, one reader, and version-1 results still load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers_results import record, write_results
+from toolmatrix.gate import EXIT_PASS, run_gate
+from toolmatrix.matrix import build_matrix
+from toolmatrix.results import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, Verdict,
+                                check_results, read_records, read_run_info)
+
+SNAPSHOT = Path(__file__).parents[2] / "results" / "cpu-gemma3-270m"
+PAIRS = sorted(SNAPSHOT.glob("gemma3-270m@*"))
+
+
+def test_a_record_round_trips_through_json():
+    data = record("single.a", "fail", mode="stream", blame="engine")
+    typed = Record.from_dict(data)
+    assert typed.verdict is Verdict.FAIL and typed.blame is Blame.ENGINE
+    assert typed.checks[1].outcome is CheckOutcome.FAIL and typed.chunks and typed.response is None
+    assert json.loads(typed.encode()) == data  # nothing added, nothing lost: fields left at None are not written
+
+
+def test_version_1_records_are_migrated_on_reading():
+    v1 = {**record("single.a", "fail"), "schema_version": 1}
+    v1["status"] = v1.pop("http_status")
+    v1["checks"] = [{**{k: v for k, v in c.items() if k != "outcome"}, "status": c["outcome"]} for c in v1["checks"]]
+    assert Record.from_dict(v1) == Record.from_dict(record("single.a", "fail"))
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p.name)
+def test_the_committed_version_1_snapshot_reads_whole(pair):
+    assert check_results(pair) == []
+    records = list(read_records(pair))
+    run = read_run_info(pair).run
+    assert len(records) == sum(run.counts.values()) == 252
+    assert all(r.http_status is None or isinstance(r.http_status, int) for r in records)
+
+
+def test_the_committed_snapshot_builds_into_the_same_matrix(tmp_path):
+    build_matrix(PAIRS, tmp_path)
+    built = json.loads((tmp_path / "matrix.json").read_text())["cells"]
+    committed = json.loads((SNAPSHOT / "matrix" / "matrix.json").read_text())["cells"]
+    assert [{k: v for k, v in c.items() if k != "path"} for c in built] == [
+        {k: v for k, v in c.items() if k != "path"} for c in committed]
+    assert (tmp_path / "matrix.md").read_text().split("\n", 3)[3] == (
+        (SNAPSHOT / "matrix" / "matrix.md").read_text().split("\n", 3)[3])
+
+
+@pytest.mark.parametrize("pair", PAIRS[:1], ids=lambda p: p.name)
+def test_the_gate_reads_the_committed_snapshot(pair):
+    assert run_gate(pair, pair).exit_code == EXIT_PASS
+
+
+def test_the_writer_publishes_whole_files_only(tmp_path):
+    writer = RecordWriter(tmp_path)
+    rec = Record.from_dict(record("single.a", "fail"))
+    writer.write(Posted.of(rec))
+    assert not (tmp_path / "results.jsonl").exists() and (tmp_path / "results.jsonl.partial").is_file()
+    run = Run("run-1", "m@e", {"id": "e", "version": None, "launcher": "process", "flags": []},
+              {"id": "m", "family": "hermes", "served_name": "m"}, {}, "2026-01-01T00:00:00+00:00", None, "0",
+              writer.counts)
+    writer.close(run)
+    assert [r.case_id for r in read_records(tmp_path)] == ["single.a"]
+    assert json.loads((tmp_path / "run.json").read_text())["counts"]["fail"] == 1
+
+
+def test_records_of_another_run_make_the_directory_unusable(tmp_path):
+    write_results(tmp_path, [record("single.a")])
+    lines = (tmp_path / "results.jsonl").read_text().replace('"run-1"', '"run-2"')
+    (tmp_path / "results.jsonl").write_text(lines)
+    with pytest.raises(ResultsError, match=r"results.jsonl:1: \$.run_id: 'run-2' is not this run's id"):
+        list(read_records(tmp_path))
+    assert len(check_results(tmp_path)) == 1
