@@ -196,8 +196,12 @@ def check_stream_deltas(ev: Evidence) -> Finding:
                 continue
             if raw.get("id") and raw["id"] != state["id"]:
                 return failed(ENGINE, f"chunk {number}: index {raw['index']} reused by another call id {raw['id']!r} (calls merged)")
-            if function.get("name") and function["name"] != state["name"]:
-                return failed(ENGINE, f"chunk {number}: name sent again for call {raw['index']}: {function['name']!r}")
+            if function.get("name") and function["name"] == state["name"]:
+                # The official client joins every name fragment: this call would reach it as NAMENAME.
+                return failed(ENGINE, f"chunk {number}: name of call {raw['index']} sent again "
+                                      f"(a client reads {state['name'] + function['name']!r})")
+            if isinstance(function.get("name"), str) and isinstance(state["name"], str):
+                state["name"] += function["name"]  # a name split over deltas is joined, as the client joins it
             if function.get("arguments") is not None and not isinstance(function["arguments"], str):
                 return failed(ENGINE, f"chunk {number}: argument fragment is not a string: {_short(function['arguments'])}")
     if not finished:
@@ -293,8 +297,11 @@ def check_no_marker_leak(ev: Evidence) -> Finding:
     if not leaks:
         return passed()
     field, marker = leaks[0]
-    # Residue next to parsed calls is the parser's doing; a lone malformed call is the model's.
-    blame = ENGINE if message.tool_calls or _valid_native_calls(ev, message.content) else MODEL
+    # Call syntax with no call parsed anywhere is a malformed call the engine passed through: the model's. Residue
+    # next to parsed calls, and a reasoning, turn or end token (never a malformed call), are the engine's doing.
+    malformed_call = marker not in ev.family.other_markers and not message.tool_calls and not _valid_native_calls(
+        ev, message.content)
+    blame = MODEL if malformed_call else ENGINE
     why = "" if blame == ENGINE else " (the model wrote a malformed call; the engine passed it through as text)"
     return failed(blame, f"{marker!r} in {field}{why}")
 

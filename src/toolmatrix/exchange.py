@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import attrs
+import orjson
+from openai.lib.streaming._deltas import accumulate_delta  # what the client's ChatCompletionStreamState uses
 
 Mode = str  # "nonstream" | "stream"
 MODES: tuple[Mode, ...] = ("nonstream", "stream")
@@ -122,8 +124,8 @@ class _CallBuilder:
         self.type = self.type or delta.get("type")
         function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
         name = function.get("name")
-        if name and name != self.name:
-            # A name split over deltas is joined; a name of the wrong type is kept as sent, for the checks to see.
+        if name:
+            # Joined like the official client joins it; a name of the wrong type is kept as sent, for the checks.
             self.name = self.name + name if isinstance(self.name, str) and isinstance(name, str) else name
         fragment = function.get("arguments")
         if isinstance(fragment, str):
@@ -144,7 +146,33 @@ def stream_deltas(chunks: tuple[Any, ...]):
 
 
 def assemble_stream(chunks: tuple[Any, ...]) -> Message:
-    """Reassemble deltas the way OpenAI clients do: content concatenated, tool calls merged by ``index``."""
+    """Reassemble deltas as the official ``openai`` client does (its own accumulator), so a stream bug shows as a
+    client sees it: a name sent twice arrives doubled. A stream that client could not read at all is read by the
+    same rules, tolerantly, for the checks to judge."""
+    try:
+        return _assemble_as_client(chunks)
+    except (TypeError, KeyError, IndexError, RuntimeError, AttributeError):
+        return _assemble_tolerantly(chunks)
+
+
+def _assemble_as_client(chunks: tuple[Any, ...]) -> Message:
+    snapshot: dict = {}
+    finish = None
+    for _, delta, finish_reason in stream_deltas(chunks):
+        # The accumulator keeps (and extends) the dicts it is given: give it copies, the chunks stay as recorded.
+        accumulate_delta(snapshot, orjson.loads(orjson.dumps(delta)))
+        if finish_reason is not None:
+            finish = finish_reason
+    raw_calls = snapshot.get("tool_calls")
+    return Message(
+        content=snapshot["content"] if isinstance(snapshot.get("content"), str) else None,
+        reasoning=_reasoning(snapshot) or None,
+        tool_calls=tuple(_call_from(c) for c in raw_calls) if isinstance(raw_calls, list) else (),
+        finish_reason=finish,
+    )
+
+
+def _assemble_tolerantly(chunks: tuple[Any, ...]) -> Message:
     content: list[str] = []
     reasoning: list[str] = []
     builders: dict[Any, _CallBuilder] = {}

@@ -48,6 +48,8 @@ FAULTS = {
     "stream_no_finish": "no finish_reason in any chunk",
     "stream_diverge": "the stream carries other argument values than the non-stream answer",
     "stream_drop_call": "the stream loses every call after the first",
+    "stream_name_repeated": "every streamed argument fragment carries the function name again",
+    "think_in_content": "the model's reasoning, <think> tags and all, left at the start of content",
 }
 
 
@@ -118,6 +120,8 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
         content, calls = hermes_text(reply.calls), []
     if "call_in_reasoning" in reply.faults:
         reasoning, calls = hermes_text(reply.calls), []
+    if "think_in_content" in reply.faults:
+        content = "<think>The user wants an answer.</think>" + (content or "")
     if "marker_residue" in reply.faults:
         content = (content or "") + "</tool_call>"
     finish = "tool_calls" if calls else "stop"
@@ -159,7 +163,8 @@ def _call_deltas(number: int, call: dict, faults: frozenset[str]) -> list[dict]:
         pieces = [arguments[i:i + 7] for i in range(0, len(arguments), 7)] or [""]
     else:
         pieces = [arguments]
-    deltas = [first] + [{"index": index, "function": {"arguments": p}} for p in pieces]
+    again = {"name": call["function"]["name"]} if "stream_name_repeated" in faults else {}
+    deltas = [first] + [{"index": index, "function": {**again, "arguments": p}} for p in pieces]
     if "stream_no_index" in faults:
         for delta in deltas:
             delta.pop("index")

@@ -70,6 +70,8 @@ ROWS = [
     ("streaming differs", "stream_diverge", "single", STREAM, "stream_consistency", "engine", "fail"),
     ("streaming differs", "stream_no_index", "single", STREAM, "wire_shape", "engine", "fail"),
     ("streaming differs", "stream_no_id", "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("streaming differs", "stream_name_repeated", "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("markers leaked into content", "think_in_content", "irrelevant", BOTH, "no_marker_leak", "engine", "fail"),
     ("args dropped", "stream_args_none", "single", STREAM, "arguments_json", "engine", "fail"),
 ]
 

@@ -35,12 +35,18 @@ class Family:
 
     id: str
     title: str
-    markers: tuple[str, ...]
-    """Strings that must never appear in a parsed content, tool name, arguments or reasoning."""
+    call_markers: tuple[str, ...]
+    """The call syntax: strings that must never appear in a parsed content, tool name, arguments or reasoning."""
+    other_markers: tuple[str, ...]
+    """Reasoning, turn and end tokens: as forbidden as call syntax, but their leak is no malformed call."""
     call_openers: tuple[str, ...]
     """Strings that start a call in raw text; their prefixes betray a held-back call."""
     parser: str
     """Name of the reference parser in `PARSERS`."""
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        return self.call_markers + self.other_markers
 
     def parse(self, text: str, tools: list[dict] | None = None) -> ParseResult:
         """Find the calls in raw model text; never raises on malformed text.
@@ -106,7 +112,8 @@ def _family(entry: dict[str, Any]) -> Family:
     return Family(
         id=entry["id"],
         title=entry["title"],
-        markers=tuple(entry["markers"]),
+        call_markers=tuple(entry["call_markers"]),
+        other_markers=tuple(entry["other_markers"]),
         call_openers=tuple(entry["call_openers"]),
         parser=entry["parser"],
     )
