@@ -35,7 +35,7 @@ EXCHANGE_FAILED = frozenset({TRANSPORT, SERVER_ERROR})
 
 
 @attrs.frozen
-class Evidence:
+class CheckInput:
     """What the checks read: the case, its exchange, the model's family, and the non-streamed twin."""
 
     case: Case
@@ -83,9 +83,9 @@ class Check:
 
     name: str
     failure_class: str
-    function: Callable[[Evidence], Finding]
+    function: Callable[[CheckInput], Finding]
 
-    def __call__(self, ev: Evidence, prefix: str = "") -> CheckResult:
+    def __call__(self, ev: CheckInput, prefix: str = "") -> CheckResult:
         found = self.function(ev)
         kind = (found.kind or self.failure_class) if found.outcome is CheckOutcome.FAIL else None
         return CheckResult(prefix + self.name, found.outcome, found.blame, found.detail, kind)
@@ -94,10 +94,10 @@ class Check:
 CHECKS: list[Check] = []
 
 
-def check(failure_class: str) -> Callable[[Callable[[Evidence], Finding]], Callable[[Evidence], Finding]]:
+def check(failure_class: str) -> Callable[[Callable[[CheckInput], Finding]], Callable[[CheckInput], Finding]]:
     """Register a check under its function name (less ``check_``), in order, for ``failure_class``."""
 
-    def register(function: Callable[[Evidence], Finding]) -> Callable[[Evidence], Finding]:
+    def register(function: Callable[[CheckInput], Finding]) -> Callable[[CheckInput], Finding]:
         if not (function.__doc__ or "").startswith(failure_class + ":"):
             raise TypeError(f"{function.__name__}: the docstring must start with '{failure_class}:'")
         name = function.__name__.removeprefix("check_")
@@ -119,7 +119,7 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 @check("HTTP_ERROR")
-def check_http_status(ev: Evidence) -> Finding:
+def check_http_status(ev: CheckInput) -> Finding:
     """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, or a 2xx/5xx on an invalid one."""
     ex = ev.exchange
     body = _short(ex.response if ex.response is not None else ex.raw_text or "", 160)
@@ -157,7 +157,7 @@ def _schema_problem(kind: str, instance: Any) -> str | None:
 
 
 @check("WIRE_SHAPE")
-def check_wire_shape(ev: Evidence) -> Finding:
+def check_wire_shape(ev: CheckInput) -> Finding:
     """WIRE_SHAPE: the body or a stream chunk is not a valid OpenAI chat completion (tool_calls not a list, ...)."""
     ex = ev.exchange
     if not ex.ok:
@@ -175,7 +175,7 @@ def check_wire_shape(ev: Evidence) -> Finding:
 
 
 @check("STREAM_DELTAS")
-def check_stream_deltas(ev: Evidence) -> Finding:
+def check_stream_deltas(ev: CheckInput) -> Finding:
     """STREAM_DELTAS: tool-call deltas malformed: no integer index, id/name missing or repeated, index reused."""
     ex = ev.exchange
     if ex.mode != "stream" or not ex.ok:
@@ -209,13 +209,13 @@ def check_stream_deltas(ev: Evidence) -> Finding:
     return passed(f"{len(seen)} call(s) streamed")
 
 
-def _calls(ev: Evidence) -> tuple[Call, ...]:
+def _calls(ev: CheckInput) -> tuple[Call, ...]:
     message = ev.message
     return message.tool_calls if message else ()
 
 
 @check("ARGS_NOT_OBJECT")
-def check_arguments_json(ev: Evidence) -> Finding:
+def check_arguments_json(ev: CheckInput) -> Finding:
     """ARGS_NOT_OBJECT: a call's arguments are not a JSON string of an object (dict, null, '', truncated JSON)."""
     calls = _calls(ev)
     if not calls:
@@ -232,7 +232,7 @@ def check_arguments_json(ev: Evidence) -> Finding:
 
 
 @check("CALL_IDS")
-def check_call_ids(ev: Evidence) -> Finding:
+def check_call_ids(ev: CheckInput) -> Finding:
     """CALL_IDS: a call without a non-empty string id, or two calls sharing one."""
     calls = _calls(ev)
     if not calls:
@@ -248,7 +248,7 @@ def check_call_ids(ev: Evidence) -> Finding:
 # -- the family's native format ------------------------------------------------------------------------------
 
 
-def _leaks(ev: Evidence, text: str | None) -> list[str]:
+def _leaks(ev: CheckInput, text: str | None) -> list[str]:
     # A marker the request itself contains (a user asking to echo "</tool_call>") is content, not a leak.
     if not text:
         return []
@@ -256,7 +256,7 @@ def _leaks(ev: Evidence, text: str | None) -> list[str]:
     return [m for m in ev.family.find_markers(text) if m not in sent and json.dumps(m)[1:-1] not in sent]
 
 
-def _valid_native_calls(ev: Evidence, text: str | None) -> list:
+def _valid_native_calls(ev: CheckInput, text: str | None) -> list:
     if not text:
         return []
     parsed = ev.family.parse(text, list(ev.case.tools))
@@ -264,7 +264,7 @@ def _valid_native_calls(ev: Evidence, text: str | None) -> list:
 
 
 @check("UNPARSED_CALL")
-def check_no_unparsed_call(ev: Evidence) -> Finding:
+def check_no_unparsed_call(ev: CheckInput) -> Finding:
     """UNPARSED_CALL: a valid native call left in content or reasoning instead of tool_calls (parser missed it)."""
     message = ev.message
     if message is None:
@@ -282,7 +282,7 @@ def check_no_unparsed_call(ev: Evidence) -> Finding:
 
 
 @check("MARKER_LEAK")
-def check_no_marker_leak(ev: Evidence) -> Finding:
+def check_no_marker_leak(ev: CheckInput) -> Finding:
     """MARKER_LEAK: a native marker of the family (or a held-back prefix) reached content, reasoning, names or args."""
     message = ev.message
     if message is None:
@@ -307,7 +307,7 @@ def check_no_marker_leak(ev: Evidence) -> Finding:
 
 
 @check("ESCAPING")
-def check_ascii_escaping(ev: Evidence) -> Finding:
+def check_ascii_escaping(ev: CheckInput) -> Finding:
     """ESCAPING: non-ASCII argument text sent as \\uXXXX escapes (ensure_ascii) instead of UTF-8."""
     calls = _calls(ev)
     if not calls:
@@ -325,7 +325,7 @@ def check_ascii_escaping(ev: Evidence) -> Finding:
 
 
 @check("FINISH_REASON")
-def check_finish_reason(ev: Evidence) -> Finding:
+def check_finish_reason(ev: CheckInput) -> Finding:
     """FINISH_REASON: not 'tool_calls' when calls came back, or 'tool_calls' with none, or missing."""
     message = ev.message
     if message is None:
@@ -343,7 +343,7 @@ def check_finish_reason(ev: Evidence) -> Finding:
 
 
 @check("TOOL_CHOICE_IGNORED")
-def check_tool_choice(ev: Evidence) -> Finding:
+def check_tool_choice(ev: CheckInput) -> Finding:
     """TOOL_CHOICE_IGNORED: none answered with a call, required with none, a named choice with another tool."""
     kind = ev.case.tool_choice_kind
     message = ev.message
@@ -362,7 +362,7 @@ def check_tool_choice(ev: Evidence) -> Finding:
 
 
 @check("PARALLEL_NOT_HONOURED")
-def check_parallel_tool_calls(ev: Evidence) -> Finding:
+def check_parallel_tool_calls(ev: CheckInput) -> Finding:
     """PARALLEL_NOT_HONOURED: parallel_tool_calls=false answered with more than one call."""
     if ev.case.options.get("parallel_tool_calls") is not False:
         return skipped("parallel_tool_calls not false")
@@ -379,7 +379,7 @@ def _call_signature(message: Message | None) -> Finding:
 
 
 @check("STREAM_DIVERGES")
-def check_stream_consistency(ev: Evidence) -> Finding:
+def check_stream_consistency(ev: CheckInput) -> Finding:
     """STREAM_DIVERGES: the reassembled stream carries other calls (names, arguments, count) than the non-stream."""
     if ev.exchange.mode != "stream" or ev.reference is None or not ev.exchange.ok or not ev.reference.ok:
         return skipped("no stream/non-stream pair")
@@ -404,7 +404,7 @@ def _looks_double_encoded(value: Any, schema: Mapping) -> bool:
 
 
 @check("ARGS_SCHEMA")
-def check_arguments_schema(ev: Evidence) -> Finding:
+def check_arguments_schema(ev: CheckInput) -> Finding:
     """ARGS_SCHEMA: a call to a tool not offered, or arguments that break the tool's JSON Schema."""
     calls = [c for c in _calls(ev) if c.parsed_arguments() is not None]
     if not calls:
@@ -478,7 +478,7 @@ def _describe_calls(calls: Iterable[Call]) -> str:
 
 
 @check("WRONG_CALL")
-def check_expected_calls(ev: Evidence) -> Finding:
+def check_expected_calls(ev: CheckInput) -> Finding:
     """WRONG_CALL: the model called the wrong tool, the wrong number of times, or with wrong values."""
     expect, message = ev.expect, ev.message
     if expect.reject:
@@ -506,7 +506,7 @@ def check_expected_calls(ev: Evidence) -> Finding:
 
 
 @check("WRONG_ANSWER")
-def check_expected_content(ev: Evidence) -> Finding:
+def check_expected_content(ev: CheckInput) -> Finding:
     """WRONG_ANSWER: the text answer does not mention what the tool result said."""
     wanted = ev.expect.content_contains_any
     message = ev.message
@@ -518,7 +518,7 @@ def check_expected_content(ev: Evidence) -> Finding:
     return failed(MODEL, f"content {_short(message.content)} mentions none of {list(wanted)}")
 
 
-def run_checks(ev: Evidence, prefix: str = "") -> list[CheckResult]:
+def run_checks(ev: CheckInput, prefix: str = "") -> list[CheckResult]:
     """Every check on one exchange; a harness bug inside a check propagates (it is ours, not the engine's)."""
     return [c(ev, prefix) for c in CHECKS]
 

@@ -13,7 +13,7 @@ import openai
 
 from toolmatrix import client as http
 from toolmatrix.cases import Case
-from toolmatrix.checks import Evidence, judge, run_checks
+from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.formats import Family
 from toolmatrix.results import Blame, CheckOutcome, CheckResult, Followup, Record, Verdict
@@ -99,7 +99,7 @@ class Runner:
         else:
             exchange = http.send(self.client, body, "stream")
             reference = self.reference(case, body)
-        checks = run_checks(Evidence(case, exchange, self.family, case.expect, reference))
+        checks = run_checks(CheckInput(case, exchange, self.family, case.expect, reference))
         message = exchange.message()
         followup = None
         # The second turn echoes the engine's calls back; broken ones would only test how it takes garbage.
@@ -121,5 +121,5 @@ class Runner:
         ]
         body = followup_request(first_body, raw_calls, case.followup.tool_results)
         exchange = http.send(self.client, body, mode)
-        checks = run_checks(Evidence(case, exchange, self.family, case.followup.expect), "followup.")
+        checks = run_checks(CheckInput(case, exchange, self.family, case.followup.expect), "followup.")
         return Followup(checks=tuple(checks), **_exchange_fields(exchange))

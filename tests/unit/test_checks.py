@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolmatrix.cases import load_cases
-from toolmatrix.checks import CHECKS, Evidence, judge, run_checks, value_matches
+from toolmatrix.checks import CHECKS, CheckInput, judge, run_checks, value_matches
 from toolmatrix.exchange import Exchange, assemble_stream
 from toolmatrix.formats import get_family
 
@@ -46,7 +46,7 @@ def test_judge_orders_blame_and_declared_gaps():
     body = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
         {"id": "1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         "finish_reason": "tool_calls"}]}
-    results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
+    results = run_checks(CheckInput(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
     verdict = judge(results, {}, case.features)
     assert (verdict.verdict, verdict.blame) == ("fail", "engine") and verdict.reason.startswith("tool_choice:")
     gap = judge(results, {"tool_choice.named": "becomes auto"}, case.features)
@@ -58,9 +58,9 @@ def test_request_text_is_not_a_leak():
     case = CASES["faults.single"]
     body = {"choices": [{"message": {"role": "assistant", "content": "echo: </tool_call>"}, "finish_reason": "stop"}]}
     request = {"messages": [{"role": "user", "content": "Repeat </tool_call> please"}]}
-    results = {r.name: r for r in run_checks(Evidence(case, Exchange("nonstream", request, 200, body), HERMES, case.expect))}
+    results = {r.name: r for r in run_checks(CheckInput(case, Exchange("nonstream", request, 200, body), HERMES, case.expect))}
     assert results["no_marker_leak"].outcome == "pass"
-    leaked = {r.name: r for r in run_checks(Evidence(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))}
+    leaked = {r.name: r for r in run_checks(CheckInput(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))}
     assert leaked["no_marker_leak"].outcome == "fail"
 
 
@@ -81,7 +81,7 @@ shaped = st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({
 def test_no_engine_output_crashes_a_check(body, chunks, status, case_id):
     case = CASES[case_id]
     for exchange in (Exchange("nonstream", {}, status, body), Exchange("stream", {}, status, tuple(chunks))):
-        results = run_checks(Evidence(case, exchange, HERMES, case.expect, Exchange("nonstream", {}, 200, body)))
+        results = run_checks(CheckInput(case, exchange, HERMES, case.expect, Exchange("nonstream", {}, 200, body)))
         assert [r.name for r in results] == [c.name for c in CHECKS]
         assert all(r.outcome in ("pass", "fail", "skip") for r in results)
         json.dumps([attrs.asdict(r) for r in results])
@@ -97,7 +97,7 @@ def test_ascii_escape_is_told_from_an_escaped_backslash():
     case = CASES["faults.unicode"]
 
     def status(arguments: str) -> str:
-        results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, _call_body(arguments)), HERMES, case.expect))
+        results = run_checks(CheckInput(case, Exchange("nonstream", {}, 200, _call_body(arguments)), HERMES, case.expect))
         return next(r.outcome for r in results if r.name == "ascii_escaping")
 
     assert status(json.dumps({"city": "Zürich"}, ensure_ascii=True)) == "fail"
@@ -110,7 +110,7 @@ def test_a_failing_check_declared_unsupported_is_a_gap():
     case = CASES["faults.single"]
     body = _call_body('{"city": "Paris"}')
     body["choices"][0]["finish_reason"] = "stop"
-    results = run_checks(Evidence(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
+    results = run_checks(CheckInput(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
     assert judge(results, {}, case.features).verdict == "fail"
     gap = judge(results, {"finish_reason": "tool calls end with 'stop'"}, case.features)
     assert gap.verdict == "unsupported" and gap.reason.startswith("finish_reason: tool calls end with 'stop'")
