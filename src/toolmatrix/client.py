@@ -40,6 +40,18 @@ class Target:
         return "toolmatrix-no-key"
 
 
+HttpClient = httpx.Client
+HTTPError = httpx.HTTPError
+
+
+def make_http(target: Target) -> httpx.Client:
+    """A plain HTTP client at the server's root (no ``/v1``), with the run's key and timeout, for an engine's own
+    endpoints (its render and raw completion, see ``evidence``); the same HTTP library as the openai client."""
+    root = target.base_url.rstrip("/").removesuffix("/v1")
+    return httpx.Client(base_url=root, headers={"Authorization": f"Bearer {target.api_key()}"},
+                        timeout=target.timeout_s)
+
+
 def make_client(target: Target) -> openai.OpenAI:
     # No retries: a retried 500 would hide exactly the engine bug we are here to see.
     return openai.OpenAI(base_url=target.base_url, api_key=target.api_key(), max_retries=0, timeout=target.timeout_s)

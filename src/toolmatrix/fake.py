@@ -50,6 +50,11 @@ FAULTS = {
     "stream_drop_call": "the stream loses every call after the first",
     "stream_name_repeated": "every streamed argument fragment carries the function name again",
     "think_in_content": "the model's reasoning, <think> tags and all, left at the start of content",
+    "drop_argument": "every call loses its last argument",
+    "drop_call": "every call after the first is lost",
+    "rename_call": "call names keep the template's 'functions.' prefix",
+    "retype_value": "string argument values come back as one-element arrays",
+    "render_differs": "the engine's render of the prompt leaves the tools out (its own template, not the model's)",
 }
 
 
@@ -69,6 +74,7 @@ class Reply:
 
 
 Responder = Callable[[dict], Reply]
+THOUGHT = "The user wants an answer."
 
 
 def hermes_text(calls: tuple[tuple[str, dict], ...]) -> str:
@@ -82,6 +88,8 @@ def _bend_arguments(args: dict, faults: frozenset[str]) -> dict:
             value = json.dumps(value)
         if "int_as_string" in faults and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
+        if "retype_value" in faults and isinstance(value, str):
+            value = [value]
         out[key] = value
     return out
 
@@ -91,6 +99,12 @@ def _tool_calls(reply: Reply, stream: bool) -> list[dict]:
     calls = list(reply.calls)
     if "extra_call" in faults and calls:
         calls.append(calls[-1])
+    if "drop_call" in faults:
+        calls = calls[:1]
+    if "drop_argument" in faults:
+        calls = [(name, dict(list(args.items())[:-1])) for name, args in calls]
+    if "rename_call" in faults:
+        calls = [(f"functions.{name}", args) for name, args in calls]
     if stream and "stream_drop_call" in faults:
         calls = calls[:1]
     out = []
@@ -121,7 +135,7 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
     if "call_in_reasoning" in reply.faults:
         reasoning, calls = hermes_text(reply.calls), []
     if "think_in_content" in reply.faults:
-        content = "<think>The user wants an answer.</think>" + (content or "")
+        content = f"<think>{THOUGHT}</think>" + (content or "")
     if "marker_residue" in reply.faults:
         content = (content or "") + "</tool_call>"
     finish = "tool_calls" if calls else "stop"
@@ -132,6 +146,16 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
     if "length_cut" in reply.faults:
         finish = "length"
     return content, reasoning, calls, finish
+
+
+def model_text(reply: Reply) -> str:
+    """What the fake 'model' wrote before any engine touched it: its reasoning, its text, its calls in the Hermes
+    format; a model cut by max_tokens (length_cut) wrote a truncated last call."""
+    text = (f"<think>{THOUGHT}</think>" if "think_in_content" in reply.faults else "") + (reply.content or "")
+    calls = hermes_text(reply.calls)
+    if "length_cut" in reply.faults and calls:
+        calls = calls[: calls.rindex("}")]
+    return text + ("\n" if text and calls else "") + calls
 
 
 def completion_body(reply: Reply) -> dict:
@@ -198,10 +222,13 @@ def _invalid_tool_choice(body: dict) -> bool:
 class FakeServer:
     """``with FakeServer(responder) as server:`` then point a client at ``server.base_url``."""
 
-    def __init__(self, responder: Responder, hang_s: float = 30.0, port: int = 0):
+    def __init__(self, responder: Responder, hang_s: float = 30.0, port: int = 0, template: str | None = None):
         self.responder = responder
         self.hang_s = hang_s
+        self.template = template  # the chat template its render uses (llama-server's /apply-template)
         self.requests: list[dict] = []
+        self.raw_requests: list[dict] = []  # to /apply-template and /completion
+        self._rendered: dict[str, dict] = {}  # prompt -> the chat body it was rendered from
         self.authorizations: list[str | None] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
@@ -232,6 +259,24 @@ class FakeServer:
             return 400, {"error": {"message": "unsupported request", "code": 400}}
         return 200, stream_chunks(reply) if body.get("stream") else completion_body(reply)
 
+    def render(self, body: dict) -> dict:
+        """``/apply-template``: the prompt, rendered with ``template`` (the tools left out under render_differs)."""
+        from toolmatrix.evidence import reference_render
+
+        self.raw_requests.append(body)
+        shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in self.responder(body).faults else body
+        prompt = reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
+        self._rendered[prompt] = body
+        return {"prompt": prompt}
+
+    def complete(self, body: dict) -> tuple[int, dict]:
+        """``/completion``: what the 'model' wrote for a prompt this server rendered."""
+        self.raw_requests.append(body)
+        chat = self._rendered.get(body.get("prompt"))
+        if chat is None:
+            return 400, {"error": {"message": "unknown prompt: render it with /apply-template first"}}
+        return 200, {"content": model_text(self.responder(chat)), "stop": True}
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -258,7 +303,12 @@ class FakeServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 fake.authorizations.append(self.headers.get("Authorization"))
-                status, answer = fake.answer(body)
+                if self.path == "/apply-template":
+                    status, answer = 200, fake.render(body)
+                elif self.path == "/completion":
+                    status, answer = fake.complete(body)
+                else:
+                    status, answer = fake.answer(body)
                 if status == 200 and body.get("stream"):
                     events = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in answer) + "data: [DONE]\n\n"
                     self._send(200, events.encode(), "text/event-stream")

@@ -22,7 +22,7 @@ import tempfile
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import attrs
 import cattrs
@@ -102,6 +102,43 @@ class EngineDeath:
         return f"engine died ({describe_exit(self.exit_code)})"
 
 
+class EvidenceStatus(Word):
+    OBTAINED = "obtained"  # the model's own text for this request, comparable with the chat answer
+    UNAVAILABLE = "unavailable"  # the engine offers no way to get it (or asking failed): the wire rules decide
+    NOT_COMPARABLE = "not_comparable"  # obtained, but the chat request was constrained in a way the raw one was not
+
+
+class BlameSource(Word):
+    EVIDENCE = "evidence"  # the model's own words showed whose fault it was
+    WIRE = "wire"  # the wire alone (no evidence, or none comparable)
+
+
+@attrs.frozen
+class TemplateFinding:
+    """The engine's render of the request beside the model's reference template rendered as Hugging Face does."""
+
+    reference: str  # where the reference template came from
+    same: bool  # after the documented normalisations (evidence.normalise_render)
+    diff: str = ""  # unified diff, reference first, when not the same
+
+
+@attrs.frozen
+class Evidence:
+    """What the model itself wrote for the request, asked from the same engine (see toolmatrix.evidence)."""
+
+    status: EvidenceStatus
+    reason: str = ""  # why unavailable or not comparable
+    method: str | None = None  # the engine's render and completion protocols used
+    prompt_sha256: str | None = None  # of the engine's rendered prompt
+    raw_text: str | None = None  # the raw completion
+    calls: list | None = None  # what the family's reference parser read in it: [{name, arguments}]
+    template: TemplateFinding | None = None
+
+    @property
+    def comparable(self) -> bool:
+        return self.status is EvidenceStatus.OBTAINED
+
+
 @attrs.frozen
 class Followup:
     """The second turn of a round-trip case: what was sent back, the answer and its checks."""
@@ -141,10 +178,12 @@ class Record:
     expect: dict | None = None
     followup: Followup | None = None
     engine_death: EngineDeath | None = None
+    evidence: Evidence | None = None  # None: not asked for (--evidence off, or a pass under 'failures')
+    blamed_by: BlameSource | None = None  # on a failure: what decided the blame
 
     @property
     def outcome(self) -> Outcome:
-        return Outcome(self.category, self.verdict, self.blame, self.reason)
+        return Outcome(self.category, self.verdict, self.blame, self.reason, conformance(self.verdict, self.checks))
 
     def to_dict(self) -> dict:
         return _converter.unstructure(self)
@@ -182,6 +221,23 @@ class Outcome(NamedTuple):
     verdict: Verdict
     blame: Blame | None
     reason: str
+    conformant: bool | None = None  # see ``conformance``
+
+
+ENGINE_SIDE = frozenset({"engine", "template"})
+
+
+def conformance(verdict: str, checks: Iterable[Any]) -> bool | None:
+    """Did the engine return what the model said, in a valid wire shape, honouring the request's contract?
+
+    False when any failing check is blamed on the engine or its template (after evidence, where there was some),
+    a 5xx on a valid request included; None when nothing came back to judge (no server, a timeout). ``checks``
+    are CheckResults or their JSON objects."""
+    for check in checks:
+        outcome, blame = (check["outcome"], check["blame"]) if isinstance(check, dict) else (check.outcome, check.blame)
+        if outcome == CheckOutcome.FAIL and blame in ENGINE_SIDE:
+            return False
+    return None if verdict == Verdict.ERROR else True
 
 
 class ExitStatus(Word):
@@ -242,7 +298,7 @@ def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
 # -- JSON <-> types --------------------------------------------------------------------------------------------
 
 _converter = cattrs.Converter()
-for _cls in (CheckResult, Followup, Record, Run):
+for _cls in (CheckResult, Evidence, Followup, Record, Run):
     # Optional fields left at their default are not written: a stream record has no "response", and so on.
     _converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(
         _cls, _converter, _cattrs_omit_if_default=True,
@@ -351,7 +407,8 @@ class Line(NamedTuple):
     @property
     def outcome(self) -> Outcome:
         d = self.data
-        return Outcome(d["category"], Verdict(d["verdict"]), d["blame"] and Blame(d["blame"]), d["reason"])
+        return Outcome(d["category"], Verdict(d["verdict"]), d["blame"] and Blame(d["blame"]), d["reason"],
+                       conformance(d["verdict"], d["checks"]))
 
     @property
     def record(self) -> Record:

@@ -16,7 +16,18 @@ from toolmatrix.cases import Case
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.formats import Family
-from toolmatrix.results import Blame, CheckOutcome, CheckResult, Followup, Record, Verdict
+from toolmatrix.blame import reblame
+from toolmatrix.evidence import Witness
+from toolmatrix.results import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
+                                Word)
+
+
+class EvidenceMode(Word):
+    """Which exchanges get the model's own words (``--evidence``)."""
+
+    OFF = "off"
+    FAILURES = "failures"  # only where blame is in question: an answer that did not pass
+    ALL = "all"  # every answer: conformance measured on passes too
 
 
 @attrs.frozen
@@ -83,7 +94,10 @@ class Runner:
     profile: Profile = attrs.field(factory=Profile)
     unsupported: Mapping[str, str] = attrs.field(factory=dict)
     run_id: str = ""
+    witness: Witness | None = None  # asks the engine for the model's own words; None: evidence off
+    evidence_mode: EvidenceMode = EvidenceMode.FAILURES
     references: dict[str, Exchange] = attrs.field(factory=dict)
+    evidence: dict[str, Evidence] = attrs.field(factory=dict)  # per case: both modes share the prompt
 
     def reference(self, case: Case, body: dict) -> Exchange:
         """The non-streamed answer of ``case``: the one already seen in this process, or a fresh request."""
@@ -99,7 +113,8 @@ class Runner:
         else:
             exchange = http.send(self.client, body, "stream")
             reference = self.reference(case, body)
-        checks = run_checks(CheckInput(case, exchange, self.family, case.expect, reference))
+        inputs = CheckInput(case, exchange, self.family, case.expect, reference)
+        checks = run_checks(inputs)
         message = exchange.message()
         followup = None
         # The second turn echoes the engine's calls back; broken ones would only test how it takes garbage.
@@ -108,11 +123,31 @@ class Runner:
             followup = self._followup(case, mode, body, exchange)
             checks += followup.checks
         decision = judge(checks, self.unsupported, case.features)
+        evidence, blamed_by = None, None
+        if self._wants_evidence(decision.verdict):
+            evidence = self._evidence(case, body)
+            if evidence.comparable:
+                checks, decided = reblame(checks, inputs, evidence)
+                decision = judge(checks, self.unsupported, case.features)
+                blamed_by = BlameSource.EVIDENCE if decided else None
+        if decision.verdict is not Verdict.PASS:
+            blamed_by = blamed_by or BlameSource.WIRE
         return Record(
             self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
-            **_exchange_fields(exchange))
+            evidence=evidence, blamed_by=blamed_by, **_exchange_fields(exchange))
+
+    def _wants_evidence(self, verdict: Verdict) -> bool:
+        # An error has no answer to weigh: there is nothing for the model's words to be compared with.
+        if self.witness is None or verdict is Verdict.ERROR or self.evidence_mode is EvidenceMode.OFF:
+            return False
+        return self.evidence_mode is EvidenceMode.ALL or verdict is not Verdict.PASS
+
+    def _evidence(self, case: Case, body: dict) -> Evidence:
+        if case.id not in self.evidence:
+            self.evidence[case.id] = self.witness.obtain(case, body)
+        return self.evidence[case.id]
 
     def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:
         raw_calls = [

@@ -13,12 +13,14 @@ import pytest
 
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS
-from toolmatrix.client import Target, make_client
+from toolmatrix.client import Target, make_client, make_http
+from toolmatrix.evidence import EvidenceSpec, Witness, read_template
 from toolmatrix.fake import FAULTS, FakeServer, Reply
 from toolmatrix.formats import get_family
 from toolmatrix.results import CheckResult, Record
-from toolmatrix.runner import Runner
+from toolmatrix.runner import EvidenceMode, Runner
 
+ROOT_DIR = Path(__file__).parents[2]
 CASES = {c.id.split(".", 1)[1]: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}
 PARIS = (("get_weather", {"city": "Paris"}),)
 
@@ -109,7 +111,8 @@ def first_failure(record: Record) -> CheckResult | None:
 
 
 def test_every_fault_is_exercised():
-    assert {row[1] for row in ROWS} == set(FAULTS)
+    exercised = {row[1] for row in ROWS} | {row[0] for row in EVIDENCE_ROWS} | {"render_differs"}  # template test
+    assert exercised == set(FAULTS)
 
 
 def test_every_check_has_a_row_and_every_row_a_check():
@@ -178,3 +181,97 @@ def test_round_trip_sends_the_engines_own_ids_back(server):
     second = record.followup.request["messages"]
     assert record.verdict == "pass"
     assert second[-2]["tool_calls"][0]["id"] == second[-1]["tool_call_id"] == "call_0"
+
+
+# -- blame from evidence: the model's own words, asked from the same (fake) engine ---------------------------------
+
+TEMPLATE = ROOT_DIR / "engines" / "templates" / "gemma3-tools.jinja"
+LLAMACPP_PROTOCOLS = EvidenceSpec(render="llamacpp_apply_template", complete="llamacpp_completion")
+
+
+@pytest.fixture(scope="module")
+def witnessed():
+    """A fake engine with llama-server's render and raw completion endpoints; its 'model' writes Hermes text."""
+    script = Scripted()
+    with FakeServer(script, hang_s=1.5, template=TEMPLATE.read_text()) as fake:
+        fake.script = script
+        yield fake
+
+
+def run_witnessed(server, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
+    server.script.reply = reply
+    target = Target(server.base_url, "fake", timeout_s=5)
+    witness = Witness(LLAMACPP_PROTOCOLS, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    runner = Runner(make_client(target), "fake", get_family("hermes"), witness=witness,
+                    evidence_mode=EvidenceMode.FAILURES if evidence else EvidenceMode.OFF)
+    return runner.run(CASES[case_name], mode)
+
+
+WRONG_CITY = (("get_weather", {"city": "Lyon"}),)
+# (engine fault, case, first failing check, blame from the wire alone, blame from evidence): the model's own text
+# is right, so each is the engine's; the wire alone cannot tell these from a model's mistake.
+EVIDENCE_ROWS = [
+    ("drop_argument", "single", "arguments_schema", "model"),
+    ("drop_call", "parallel", "expected_calls", "model"),
+    ("rename_call", "single", "arguments_schema", "model"),
+    ("retype_value", "single", "arguments_schema", "model"),
+]
+
+
+@pytest.mark.parametrize(("fault", "case_name", "check", "wire_blame"), EVIDENCE_ROWS, ids=[r[0] for r in EVIDENCE_ROWS])
+@pytest.mark.parametrize("mode", BOTH)
+def test_evidence_blames_the_engine_that_changed_a_right_answer(witnessed, fault, case_name, check, wire_blame, mode):
+    correct = CORRECT[case_name]
+    faulty = Reply(correct.calls, correct.content, faults=frozenset({fault}))
+    wire = run_witnessed(witnessed, case_name, mode, faulty, evidence=False)
+    assert (first_failure(wire).name, wire.blame, wire.blamed_by, wire.evidence) == (check, wire_blame, "wire", None)
+    record = run_witnessed(witnessed, case_name, mode, faulty)
+    assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "evidence")
+    assert record.evidence.status == "obtained" and record.evidence.template.same, record.evidence
+    assert record.evidence.calls == [{"name": n, "arguments": a} for n, a in correct.calls]
+    assert "[evidence: the model's own text passes this check" in first_failure(record).detail
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_evidence_keeps_a_model_mistake_the_models(witnessed, mode):
+    record = run_witnessed(witnessed, "single", mode, Reply(calls=WRONG_CITY))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("expected_calls", "model", "evidence")
+    assert record.evidence.calls == [{"name": "get_weather", "arguments": {"city": "Lyon"}}]
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_evidence_blames_the_template_when_the_engine_rendered_another_prompt(witnessed, mode):
+    record = run_witnessed(witnessed, "single", mode, Reply(calls=WRONG_CITY, faults=frozenset({"render_differs"})))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("expected_calls", "template", "evidence")
+    finding = record.evidence.template
+    assert not finding.same and finding.reference == str(TEMPLATE) and "-<tools>" in finding.diff
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_a_reasoning_block_the_engine_left_in_content_is_the_engines(witnessed, mode):
+    reply = Reply(content="Hello!", faults=frozenset({"think_in_content"}))
+    record = run_witnessed(witnessed, "irrelevant", mode, reply)
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("no_marker_leak", "engine", "evidence")
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_a_model_cut_by_max_tokens_stays_the_models(witnessed, mode):
+    reply = Reply(calls=PARIS, faults=frozenset({"length_cut"}))
+    record = run_witnessed(witnessed, "single", mode, reply)
+    assert (first_failure(record).name, record.blame) == ("arguments_json", "model")
+
+
+def test_a_pass_asks_for_no_evidence_under_failures(witnessed):
+    before = len(witnessed.raw_requests)
+    record = run_witnessed(witnessed, "single", "nonstream", CORRECT["single"])
+    assert record.verdict == "pass" and record.evidence is None and len(witnessed.raw_requests) == before
+
+
+def test_an_engine_without_protocols_gets_unavailable_not_a_guess(witnessed):
+    witnessed.script.reply = Reply(calls=PARIS, faults=frozenset({"drop_argument"}))
+    target = Target(witnessed.base_url, "fake", timeout_s=5)
+    witness = Witness(EvidenceSpec.from_dict({"unavailable": "no raw completion endpoint"}), make_http(target),
+                      get_family("hermes"))
+    record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(CASES["single"], "nonstream")
+    assert record.evidence.status == "unavailable" and record.evidence.reason == "no raw completion endpoint"
+    assert (record.blame, record.blamed_by) == ("model", "wire")

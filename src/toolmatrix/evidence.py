@@ -1,0 +1,248 @@
+"""Evidence: the model's own words for a request, asked from the same engine, beside what its chat endpoint said.
+
+Blame from the wire alone is a guess: an engine that drops an argument and a model that forgot it send the same
+bytes. So, for an exchange whose blame is in question, the engine renders the chat request with its own template
+(a *render protocol*), its raw completion endpoint completes that prompt at the request's sampling (a *completion
+protocol*), and the family's reference parser reads the text. Which protocols an engine has is data: the
+``evidence:`` section of its spec (``EvidenceSpec``); the protocols are small functions here, by name.
+
+The render is also compared with the model's reference chat template, rendered with Hugging Face's own Jinja
+function (transformers' ``render_jinja_template``): a difference is a template finding.
+
+Nothing here guesses: an engine without a way to tell gets ``unavailable`` with the reason, and a chat request
+the engine constrains (a grammar its completion endpoint is not told) gets ``not_comparable``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from toolmatrix.cases import Case
+from toolmatrix.client import HTTPError, HttpClient
+from toolmatrix.formats import Family
+from toolmatrix.results import Evidence, EvidenceStatus, TemplateFinding
+
+DIFF_CAP = 4_000
+# The chat body's sampling fields that the raw completion repeats (max_completion_tokens is read as max_tokens).
+SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty",
+            "repetition_penalty")
+
+
+@attrs.frozen
+class EvidenceSpec:
+    """How an engine tells what the model wrote: ``engines/ENGINE.yaml`` ``evidence:``."""
+
+    render: str | None = None  # a render protocol (RENDERERS), or None
+    complete: str | None = None  # a completion protocol (COMPLETERS), or None
+    unavailable: str | None = None  # why this engine cannot tell (render and complete are then None)
+    # Chat requests the engine grammar-constrains where its completion endpoint cannot be told the same grammar:
+    # "calls" (a lazy grammar from the first call opener on), "required", "named" (tool_choice), "strict".
+    constrained: tuple[str, ...] = ()
+    completion_options: Mapping[str, Any] = attrs.field(factory=dict)  # extra fields for the raw completion
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> EvidenceSpec:
+        if not data:
+            return cls(unavailable="the engine spec declares no way to ask it for the model's raw text")
+        return cls(data.get("render"), data.get("complete"), data.get("unavailable"),
+                   tuple(data.get("constrained", ())), dict(data.get("completion_options", {})))
+
+
+@attrs.frozen
+class Rendered:
+    text: str  # the prompt as text, for hashing and the template comparison
+    prompt: str | list[int]  # what the completion protocol is sent (token ids where the engine gives them)
+
+
+class EvidenceError(Exception):
+    """The engine did not answer a render or completion request as its protocol says."""
+
+
+def _post(http: HttpClient, path: str, body: dict) -> Any:
+    try:
+        response = http.post(path, json=body)
+    except HTTPError as exc:
+        raise EvidenceError(f"POST {path}: {type(exc).__name__}: {exc}") from None
+    if response.status_code != 200:
+        raise EvidenceError(f"POST {path}: HTTP {response.status_code}: {response.text[:200]}")
+    try:
+        return response.json()
+    except ValueError:
+        raise EvidenceError(f"POST {path}: not JSON: {response.text[:200]}") from None
+
+
+def _field(answer: Any, *path: str | int) -> Any:
+    value = answer
+    for key in path:
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            raise EvidenceError(f"answer has no {'.'.join(map(str, path))}: {json.dumps(answer)[:200]}") from None
+    return value
+
+
+# -- render protocols: the chat body -> the prompt the engine built ----------------------------------------------
+
+
+def _llamacpp_apply_template(http: HttpClient, body: dict) -> Rendered:
+    """llama-server ``POST /apply-template``: the chat body through the same parsing as the chat endpoint."""
+    prompt = _field(_post(http, "/apply-template", body), "prompt")
+    if not isinstance(prompt, str):
+        raise EvidenceError(f"/apply-template: prompt is not text: {prompt!r:.100}")
+    return Rendered(prompt, prompt)
+
+
+def _vllm_tokenize(http: HttpClient, body: dict) -> Rendered:
+    """vLLM ``POST /tokenize`` with messages and tools (the chat template applied), then ``/detokenize``."""
+    request = {"model": body.get("model"), "messages": body.get("messages"), "add_generation_prompt": True}
+    if body.get("tools"):
+        request["tools"] = body["tools"]
+    tokens = _field(_post(http, "/tokenize", request), "tokens")
+    text = _field(_post(http, "/detokenize", {"model": body.get("model"), "tokens": tokens}), "prompt")
+    return Rendered(text, tokens)
+
+
+RENDERERS: dict[str, Callable[[HttpClient, dict], Rendered]] = {
+    "llamacpp_apply_template": _llamacpp_apply_template,
+    "vllm_tokenize": _vllm_tokenize,
+}
+
+
+# -- completion protocols: a prompt -> the raw text --------------------------------------------------------------
+
+
+def sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat request's sampling, for the raw completion: the same text must come out at temperature 0."""
+    out = {k: body[k] for k in SAMPLING if k in body}
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None:
+        out["max_tokens"] = limit
+    return out
+
+
+def _llamacpp_completion(http: HttpClient, model: str, prompt: str | list[int], options: dict) -> str:
+    """llama-server ``POST /completion`` (``n_predict`` is its max_tokens)."""
+    body = {k: v for k, v in options.items() if k != "max_tokens"}
+    if "max_tokens" in options:
+        body["n_predict"] = options["max_tokens"]
+    return _text(_field(_post(http, "/completion", {"prompt": prompt, **body}), "content"))
+
+
+def _openai_completions(http: HttpClient, model: str, prompt: str | list[int], options: dict) -> str:
+    """``POST /v1/completions`` (vLLM, SGLang, ...): the prompt as text or token ids."""
+    return _text(_field(_post(http, "/v1/completions", {"model": model, "prompt": prompt, **options}),
+                        "choices", 0, "text"))
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise EvidenceError(f"the raw completion is not text: {value!r:.100}")
+    return value
+
+
+COMPLETERS: dict[str, Callable[[HttpClient, str, str | list[int], dict], str]] = {
+    "llamacpp_completion": _llamacpp_completion,
+    "openai_completions": _openai_completions,
+}
+
+
+# -- the reference render ------------------------------------------------------------------------------------------
+
+
+def reference_render(template: str, body: Mapping[str, Any]) -> str:
+    """The request rendered with the model's reference template by Hugging Face's own Jinja function."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" banner: none is needed
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    from transformers.utils.chat_template_utils import render_jinja_template  # ~1 s to import: only when used
+
+    rendered, _ = render_jinja_template(conversations=[list(body["messages"])], tools=body.get("tools") or None,
+                                        chat_template=template, add_generation_prompt=True)
+    return rendered[0]
+
+
+def normalise_render(text: str, bos: str | None) -> str:
+    """The documented normalisations before two renders are compared: a leading BOS token (engines add it when
+    tokenizing, templates may write it) and trailing whitespace."""
+    if bos and text.startswith(bos):
+        text = text[len(bos):]
+    return text.rstrip()
+
+
+def compare_renders(engine_text: str, reference_text: str, reference: str, bos: str | None) -> TemplateFinding:
+    ours, theirs = normalise_render(reference_text, bos), normalise_render(engine_text, bos)
+    if ours == theirs:
+        return TemplateFinding(reference, True)
+    diff = "\n".join(difflib.unified_diff(ours.splitlines(), theirs.splitlines(), "reference template",
+                                          "engine render", lineterm=""))
+    return TemplateFinding(reference, False, diff[:DIFF_CAP])
+
+
+# -- obtaining it ------------------------------------------------------------------------------------------------
+
+
+def constraint(spec: EvidenceSpec, case: Case) -> str | None:
+    """Why the chat request is constrained in a way the raw completion is not told, before asking; or None."""
+    kind = case.tool_choice_kind
+    if kind in ("required", "named") and kind in spec.constrained:
+        return f"tool_choice {kind} is grammar-constrained by this engine; its completion endpoint is not told"
+    if "strict" in spec.constrained and any(t.get("function", {}).get("strict") for t in case.tools):
+        return "strict tool schemas are grammar-constrained by this engine; its completion endpoint is not told"
+    return None
+
+
+@attrs.frozen
+class Witness:
+    """Asks one engine for the model's own words (the engine's render, its raw completion, the parse)."""
+
+    spec: EvidenceSpec
+    http: HttpClient  # rooted at the server (no /v1)
+    family: Family
+    template: tuple[str, str] | None = None  # (where it came from, the reference template's text)
+    bos: str | None = None
+
+    def obtain(self, case: Case, body: dict) -> Evidence:
+        """Never raises on what the engine says: a failed request is ``unavailable`` with the reason."""
+        spec = self.spec
+        if spec.render is None or spec.complete is None:
+            return Evidence(EvidenceStatus.UNAVAILABLE, spec.unavailable or "no render or completion protocol")
+        method = f"{spec.render} + {spec.complete}"
+        chat = {k: v for k, v in body.items() if k != "stream"}
+        try:
+            rendered = RENDERERS[spec.render](self.http, chat)
+            raw = COMPLETERS[spec.complete](self.http, str(body.get("model")), rendered.prompt,
+                                            {**sampling(body), **spec.completion_options})
+        except EvidenceError as exc:
+            return Evidence(EvidenceStatus.UNAVAILABLE, f"the engine did not tell: {exc}", method)
+        parsed = self.family.parse(raw, list(case.tools))
+        template, note = self._template(rendered.text, chat)
+        found = Evidence(
+            EvidenceStatus.OBTAINED, note, method, hashlib.sha256(rendered.text.encode()).hexdigest(), raw,
+            [{"name": c.name, "arguments": c.arguments} for c in parsed.calls], template)
+        why = constraint(spec, case)
+        if why is None and "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):
+            why = ("this engine constrains a call with a grammar from its first marker on, which its completion "
+                   "endpoint is not told; the raw text holds a call")
+        return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why) if why else found
+
+    def _template(self, engine_text: str, body: dict) -> tuple[TemplateFinding | None, str]:
+        """The render beside the reference, or None and why it was not compared."""
+        if self.template is None:
+            return None, "template not compared: the model spec names no reference chat template"
+        where, text = self.template
+        try:
+            reference = reference_render(text, body)
+        except Exception as exc:  # noqa: BLE001 - any template error: the comparison is off, the evidence stands
+            return None, f"template not compared: {where} did not render this request: {type(exc).__name__}: {exc}"
+        return compare_renders(engine_text, reference, where, self.bos), ""
+
+
+def read_template(path: Path) -> tuple[str, str]:
+    return str(path), path.read_text(encoding="utf-8")
