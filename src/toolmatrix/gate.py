@@ -13,7 +13,7 @@ import re
 import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
@@ -92,16 +92,36 @@ class Judgement:
     message: str
 
 
+class Measure(Word):
+    """What a threshold is on."""
+
+    PASS_RATE = "pass rate"  # end to end: the model and the engine together
+    CONFORMANCE = "engine conformance"  # the engine alone: it returned what the model said, honouring the request
+
+
 @attrs.frozen
-class Breach:
+class Rate:
+    """One threshold and what the results scored on it."""
+
+    measure: Measure
     category: str
-    passed: int
-    total: int
+    passed: int  # passing (pass rate) or conformant (conformance) records
+    total: int  # records gated (pass rate) or answered and gated (conformance)
     threshold: float
+    present: bool = True  # the category has records in the results at all
+
+    @property
+    def breached(self) -> bool:
+        # No record left: all allowlisted (nothing to judge), or none run at all (a breach).
+        return not self.present or (self.total > 0 and self.passed / self.total < self.threshold)
+
+    @property
+    def option(self) -> str:
+        return "min_pass_rate" if self.measure is Measure.PASS_RATE else "min_conformance"
 
     def __str__(self) -> str:
         got = f"{100 * self.passed / self.total:.1f}%" if self.total else "no records"
-        return f"{self.category}: pass rate {got} ({self.passed}/{self.total}) < {100 * self.threshold:g}%"
+        return f"{self.category}: {self.measure} {got} ({self.passed}/{self.total}) < {100 * self.threshold:g}%"
 
 
 @attrs.frozen
@@ -112,11 +132,14 @@ class GateReport:
     baseline: str
     results: str
     judgements: tuple[Judgement, ...]
-    rates: tuple[tuple[str, int, int, float], ...]  # (category, passed, total, threshold) for every threshold
-    breaches: tuple[Breach, ...]
+    rates: tuple[Rate, ...]  # one per threshold
     unused_allow: tuple[AllowEntry, ...]
     warnings: tuple[str, ...]
     repro: Mapping[Key, str] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def breaches(self) -> tuple[Rate, ...]:
+        return tuple(r for r in self.rates if r.breached)
 
     @property
     def regressions(self) -> tuple[Judgement, ...]:
@@ -174,27 +197,30 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
     return judgements
 
 
-def _rates(judgements: list[Judgement], now: dict[Key, Outcome], thresholds: Mapping[str, float],
-           known: set[str]) -> tuple[list[tuple[str, int, int, float]], list[Breach]]:
-    """Pass rate per threshold over the results' records that are not allowlisted, and the breaches."""
+def _rates(judgements: list[Judgement], now: dict[Key, Outcome], thresholds: Iterable[tuple[Measure, str, float]],
+           known: set[str]) -> list[Rate]:
+    """Each threshold over the results' records that are not allowlisted."""
     gated = [j for j in judgements if j.key in now and j.ruling is not Ruling.ALLOWED]
-    rates, breaches = [], []
-    for category, threshold in thresholds.items():
+    rates = []
+    for measure, category, threshold in thresholds:
         if category != ALL and category not in known:
-            raise GateInputError(f"--min-pass-rate {category}={threshold}: unknown category {category!r} "
+            option = "--min-pass-rate" if measure is Measure.PASS_RATE else "--min-conformance"
+            raise GateInputError(f"{option} {category}={threshold}: unknown category {category!r} "
                                  f"(known: {', '.join(sorted(known)) or 'none'})")
         scope = [j for j in gated if category in (ALL, j.category)]
-        passed = sum(j.ruling is Ruling.PASSED for j in scope)
-        rates.append((category, passed, len(scope), threshold))
-        # No record left: all allowlisted (nothing to judge), or none run at all (a breach).
+        if measure is Measure.PASS_RATE:
+            passed, total = sum(j.ruling is Ruling.PASSED for j in scope), len(scope)
+        else:
+            judged = [now[j.key].conformant for j in scope if now[j.key].conformant is not None]
+            passed, total = sum(judged), len(judged)
         present = any(category in (ALL, o.category) for o in now.values())
-        if (scope and passed / len(scope) < threshold) or not present:
-            breaches.append(Breach(category, passed, len(scope), threshold))
-    return rates, breaches
+        rates.append(Rate(measure, category, passed, total, threshold, present))
+    return rates
 
 
 def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, float] | None = None,
-             allowlist: Path | None = None, junit_xml: Path | None = None) -> GateReport:
+             min_conformance: Mapping[str, float] | None = None, allowlist: Path | None = None,
+             junit_xml: Path | None = None) -> GateReport:
     """Judge ``results`` against ``baseline`` (both results directories). Raises GateInputError for exit 2."""
     allow = load_allowlist(allowlist) if allowlist else ()
     base_info, before = _load(baseline, "baseline")
@@ -207,11 +233,13 @@ def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, floa
     used: set[AllowEntry] = set()
     judgements = _judge(info.pair, before, now, allow, used)
     known = {o.category for o in (*before.values(), *now.values())}
-    rates, breaches = _rates(judgements, now, min_pass_rates or {}, known)
+    thresholds = [(Measure.PASS_RATE, c, t) for c, t in (min_pass_rates or {}).items()]
+    thresholds += [(Measure.CONFORMANCE, c, t) for c, t in (min_conformance or {}).items()]
+    rates = _rates(judgements, now, thresholds, known)
     prefix = info.run.repro_prefix()
     report = GateReport(
         info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
-        tuple(rates), tuple(breaches), tuple(e for e in allow if e not in used), tuple(warnings),
+        tuple(rates), tuple(e for e in allow if e not in used), tuple(warnings),
         {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION})
     if junit_xml is not None:
         write_junit(report, junit_xml)
@@ -237,11 +265,10 @@ def write_junit(report: GateReport, path: Path) -> None:
         elif v.ruling in (Ruling.ALLOWED, Ruling.NOT_GATED):
             case.result = [Skipped(_xml(v.message))]
         suite.add_testcase(case)
-    breached = {b.category for b in report.breaches}
-    for category, passed, total, threshold in report.rates:
-        case = TestCase(_xml(f"min_pass_rate[{category}]"), classname=_xml(f"{report.pair}.gate"))
-        if category in breached:
-            case.result = [Failure(_xml(str(Breach(category, passed, total, threshold))), type_="threshold")]
+    for rate in report.rates:
+        case = TestCase(_xml(f"{rate.option}[{rate.category}]"), classname=_xml(f"{report.pair}.gate"))
+        if rate.breached:
+            case.result = [Failure(_xml(str(rate)), type_="threshold")]
         suite.add_testcase(case)
     xml = JUnitXml("toolmatrix gate")
     xml.add_testsuite(suite)
@@ -255,7 +282,7 @@ def write_junit(report: GateReport, path: Path) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         report = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
-                          allowlist=args.allow, junit_xml=args.junit_xml)
+                          min_conformance=dict(args.min_conformance), allowlist=args.allow, junit_xml=args.junit_xml)
     except GateInputError as exc:
         print(f"toolmatrix gate: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -270,12 +297,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "gate", help="fail when results regress against a baseline",
         description="Compare a results directory with a baseline results directory. Exit status: 0 passed; "
                     "1 failed (a case x mode that passed in the baseline does not pass now, or a category is under "
-                    "its --min-pass-rate); 2 usage or input error (missing or invalid baseline, results or "
+                    "its --min-pass-rate or --min-conformance); 2 usage or input error (missing or invalid baseline, results or "
                     "allowlist).")
     parser.add_argument("--baseline", metavar="DIR", type=Path, required=True, help="the baseline results directory")
     parser.add_argument("--results", metavar="DIR", type=Path, required=True, help="the results directory to judge")
     parser.add_argument("--min-pass-rate", metavar="CATEGORY=RATE", type=parse_threshold, action="append", default=[],
                         help="fail when CATEGORY's pass rate is under RATE (0.9 or 90%%; '*' = all); repeatable")
+    parser.add_argument("--min-conformance", metavar="CATEGORY=RATE", type=parse_threshold, action="append",
+                        default=[], help="fail when CATEGORY's engine conformance (the engine alone: it returned "
+                        "what the model said, honouring the request) is under RATE; repeatable")
     parser.add_argument("--allow", metavar="FILE.yaml", type=Path,
                         help="known-unsupported cells, each with a reason (schema: allowlist.schema.json)")
     parser.add_argument("--junit-xml", metavar="FILE", type=Path, help="also write the judgements as JUnit XML")

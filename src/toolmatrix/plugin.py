@@ -98,7 +98,7 @@ class RunState:
         self.started = datetime.now(timezone.utc)
         self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z")
-        self.verdicts: list[tuple[str, str, str, str | None]] = []  # (category, mode, verdict, blame)
+        self.verdicts: list[Posted] = []  # for the summary table (their lines are not kept)
 
     @property
     def engine_id(self) -> str:
@@ -271,7 +271,7 @@ class Controller:
 
     def write(self, posted: Posted) -> None:
         posted = self.watch.observe(posted)
-        self.state.verdicts.append((posted.category, posted.mode, posted.verdict, posted.blame))
+        self.state.verdicts.append(posted)
         if self.state.writer is not None:
             self.state.writer.write(posted)
 

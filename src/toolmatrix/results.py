@@ -207,11 +207,12 @@ class Posted(NamedTuple):
     mode: str
     verdict: str
     blame: str | None
+    conformant: bool | None
 
     @classmethod
     def of(cls, record: Record) -> Posted:
         return cls(record.encode(), record.category, record.mode, record.verdict.value,
-                   record.blame.value if record.blame else None)
+                   record.blame.value if record.blame else None, record.outcome.conformant)
 
 
 class Outcome(NamedTuple):

@@ -1,23 +1,31 @@
-"""The end-of-run table: per category, pass counts per mode, failures and who was blamed."""
+"""The end-of-run table: per category, pass counts per mode, failures, engine conformance and who was blamed."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Sequence
 
 from tabulate import tabulate
 
+from toolmatrix.results import Posted
 
-def summary_table(verdicts: list[tuple[str, str, str, str | None]]) -> str:
-    """Per category: pass counts per mode, then fail / unsupported / error and who was blamed."""
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def summary_table(posted: Sequence[Posted]) -> str:
+    """Per category: pass counts per mode, fail / unsupported / error, the end-to-end pass rate, the engine's
+    conformance (answered exchanges where it returned what the model said, honouring the request), and blames."""
     rows = []
-    by_category: dict[str, list] = defaultdict(list)
-    for row in verdicts:
-        by_category[row[0]].append(row)
+    by_category: dict[str, list[Posted]] = defaultdict(list)
+    for row in posted:
+        by_category[row.category].append(row)
     for category in sorted(by_category) + ["TOTAL"]:
-        items = verdicts if category == "TOTAL" else by_category[category]
-        count = Counter((mode, verdict) for _, mode, verdict, _ in items)
-        blames = Counter(blame for _, _, verdict, blame in items if verdict != "pass" and blame)
-        total = len(items)
+        items = list(posted) if category == "TOTAL" else by_category[category]
+        count = Counter((p.mode, p.verdict) for p in items)
+        blames = Counter(p.blame for p in items if p.verdict != "pass" and p.blame)
+        judged = [p.conformant for p in items if p.conformant is not None]
         passed = count["nonstream", "pass"] + count["stream", "pass"]
         rows.append([
             category,
@@ -26,8 +34,10 @@ def summary_table(verdicts: list[tuple[str, str, str, str | None]]) -> str:
             sum(v for (_, verdict), v in count.items() if verdict == "fail"),
             sum(v for (_, verdict), v in count.items() if verdict == "unsupported"),
             sum(v for (_, verdict), v in count.items() if verdict == "error"),
-            f"{100 * passed / total:.0f}%" if total else "-",
+            _percent(passed, len(items)),
+            f"{_percent(sum(judged), len(judged))} ({sum(judged)}/{len(judged)})" if judged else "-",
             ", ".join(f"{b} {n}" for b, n in blames.most_common()),
         ])
-    headers = ["category", "nonstream pass", "stream pass", "fail", "unsupported", "error", "pass rate", "blame"]
+    headers = ["category", "nonstream pass", "stream pass", "fail", "unsupported", "error", "pass rate",
+               "engine conformance", "blame"]
     return tabulate(rows, headers=headers, tablefmt="github")

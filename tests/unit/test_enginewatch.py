@@ -40,7 +40,7 @@ def refused(case_id: str, verdict: str = "error", reason: str = "http_status: co
 
 
 def seen(watch: EngineWatch, rec: dict) -> dict:
-    posted = watch.observe(Posted(json.dumps(rec), rec["category"], rec["mode"], rec["verdict"], rec["blame"]))
+    posted = watch.observe(Posted(json.dumps(rec), rec["category"], rec["mode"], rec["verdict"], rec["blame"], None))
     out = json.loads(posted.line)
     assert (out["verdict"], out["blame"]) == (posted.verdict, posted.blame)
     return out

@@ -85,6 +85,18 @@ def test_a_category_gone_from_the_results_breaches_its_threshold(tmp_path, basel
     assert [str(b) for b in report.breaches] == ["parallel: pass rate no records (0/0) < 10%"]
 
 
+@pytest.mark.parametrize(("blame", "expected"), [("model", EXIT_PASS), ("engine", EXIT_FAILED)])
+def test_a_conformance_threshold_gates_the_engine_not_the_model(tmp_path, baseline, blame, expected, capsys):
+    """parallel.d fails in both modes: a model's mistake leaves the engine 100% conformant, an engine's does not."""
+    now = results(tmp_path, BASELINE, blame=blame)
+    assert gate("--baseline", baseline, "--results", now, "--min-conformance", "parallel=0.9",
+                "--junit-xml", tmp_path / "j.xml") == expected
+    out = capsys.readouterr().out
+    assert ("UNDER THRESHOLD parallel: engine conformance 50.0% (2/4) < 90%" in out) == (blame == "engine")
+    names = [c.get("name") for c in ET.parse(tmp_path / "j.xml").getroot().iter("testcase")]
+    assert "min_conformance[parallel]" in names
+
+
 @pytest.mark.parametrize("bad", ["parallel", "parallel=1.5", "=0.5", "parallel=abc"])
 def test_a_malformed_threshold_is_a_usage_error(tmp_path, baseline, bad, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -43,11 +43,14 @@ def test_two_pairs_make_rows_and_columns_in_all_three_outputs(tmp_path):
     assert report.skipped == ()
     md = (tmp_path / "out" / "matrix.md").read_text()
     assert "| model \\ engine" in md and "e2 b1234 (--tool-call-parser hermes)" in md
-    assert re.search(r"\| m1 +\| 75% \(3/4\), 1 fail +\| - +\|", md)
+    assert re.search(r"\| m1 +\| 75% \(3/4\), engine 75% \(3/4\), 1 fail +\| - +\|", md)
     data = page_data(tmp_path / "out")
     assert data["models"] == ["m1", "m2"] and [e["id"] for e in data["engines"]] == ["e1", "e2"]
     assert data["categories"] == ["parallel", "single"]
     full = cell_of(tmp_path / "out", "m1@e1")
+    # The failure is blamed on the engine: 3 of 4 answers conformant, 2 of 2 streamed.
+    assert (full["conformance"], full["conformance_counts"]) == (0.75, {"conformant": 3, "judged": 4})
+    assert ["single", "stream", False, 1] in full["conformance_breakdown"]
     assert full["failures"] == [{
         "case_id": "single.b", "category": "single", "mode": "stream", "verdict": "fail", "blame": "engine",
         "reason": "ARGS_NOT_OBJECT: arguments are not an object",

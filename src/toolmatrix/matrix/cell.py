@@ -38,6 +38,17 @@ def pass_rate(counts: Counter | dict) -> float | None:
     return round(counts.get("pass", 0) / total, 4) if total else None
 
 
+def conformance_fields(counts: Counter) -> dict[str, Any]:
+    """Engine conformance of a cell: the share of answered exchanges where the engine returned what the model said,
+    in a valid wire shape, honouring the request's contract; rows ``[category, mode, conformant, n]`` (conformant
+    null: nothing came back to judge)."""
+    judged = sum(n for (_, _, ok), n in counts.items() if ok is not None)
+    conformant = sum(n for (_, _, ok), n in counts.items() if ok)
+    return {"conformance": round(conformant / judged, 4) if judged else None,
+            "conformance_counts": {"conformant": conformant, "judged": judged},
+            "conformance_breakdown": [[*key, n] for key, n in sorted(counts.items(), key=lambda kv: str(kv[0]))]}
+
+
 @attrs.define
 class _Budget:
     """Bytes of page data one cell may use for its failing cases: a quarter for the list, the rest for details."""
@@ -121,10 +132,15 @@ def _summarize(info: RunInfo, budget: _Budget, details: Any, details_name: str) 
     outcomes: dict[tuple[str, str], Outcome] = {}
     failures: list[dict] = []
     shown: list[dict] = []
+    conformance: Counter = Counter()
+    evidence: Counter = Counter()
     for line in scan_records(info):
         record = line.data  # failing records are copied as they are: the typed Record is not needed here
+        outcome = line.outcome
         breakdown[record["category"], record["mode"], record["verdict"], record["blame"]] += 1
-        outcomes[record["case_id"], record["mode"]] = line.outcome
+        conformance[record["category"], record["mode"], outcome.conformant] += 1
+        evidence[(record.get("evidence") or {}).get("status", "not asked")] += 1
+        outcomes[record["case_id"], record["mode"]] = outcome
         if record["verdict"] == Verdict.PASS:
             continue
         details.write(line.raw if line.raw.endswith(b"\n") else line.raw + b"\n")
@@ -146,6 +162,7 @@ def _summarize(info: RunInfo, budget: _Budget, details: Any, details_name: str) 
         **_run_fields(info, details_name),
         "total": sum(counts.values()), "counts": dict(counts), "pass_rate": pass_rate(counts),
         "breakdown": [[*key, n] for key, n in sorted(breakdown.items(), key=lambda kv: str(kv[0]))],
+        **conformance_fields(conformance), "evidence": dict(sorted(evidence.items())),
         "failures_total": len(failures), "history": None,
     }
     order = lambda e: (e["category"], e["case_id"], e["mode"])  # noqa: E731

@@ -89,4 +89,13 @@ def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
         detail["expect"] = blob(record["expect"], limit)
     if "followup" in record:
         detail["followup"] = blob({k: v for k, v in record["followup"].items() if k != "request"}, limit)
+    detail["blamed_by"] = record.get("blamed_by")
+    evidence = record.get("evidence")
+    if evidence:
+        detail["evidence"] = {
+            "status": evidence["status"], "reason": cap(evidence.get("reason") or "", REASON_CAP),
+            "method": evidence.get("method"), "raw_text": cap(evidence.get("raw_text") or "", limit),
+            "calls": blob(evidence.get("calls"), limit) if evidence.get("calls") is not None else None,
+            "template_diff": cap((evidence.get("template") or {}).get("diff") or "", limit),
+        }
     return detail

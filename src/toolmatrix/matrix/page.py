@@ -80,6 +80,9 @@ def _percent(rate: float | None) -> str:
 def _cell_md(cell: dict) -> str:
     counts = cell["counts"]
     text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
+    if "conformance" in cell:  # cells of older toolmatrix builds have none
+        judged = cell["conformance_counts"]
+        text += f", engine {_percent(cell['conformance'])} ({judged['conformant']}/{judged['judged']})"
     extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error") if counts.get(v)]
     changes = cell["history"]
     if changes and (changes["newly_failing_total"] or changes["newly_passing_total"]):
@@ -93,7 +96,11 @@ def _category_rates(cell: dict, categories: list[str]) -> list[str]:
         rows = [r for r in cell["breakdown"] if r[0] == category]
         total = sum(r[4] for r in rows)
         passed = sum(r[4] for r in rows if r[2] == "pass")
-        out.append(f"{_percent(passed / total)} ({passed}/{total})" if total else "-")
+        text = f"{_percent(passed / total)} ({passed}/{total})" if total else "-"
+        judged = [r for r in cell.get("conformance_breakdown", ()) if r[0] == category and r[2] is not None]
+        if judged:
+            text += f" / engine {_percent(sum(r[3] for r in judged if r[2]) / sum(r[3] for r in judged))}"
+        out.append(text)
     return out
 
 
@@ -129,7 +136,9 @@ def render_markdown(data: dict) -> str:
             for m in shape["models"]]
     lines = [f"# {md_text(data['title'])} compatibility matrix", "",
              f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}. "
-             "Pass rate = passing case x mode records / all records of the pair's newest run.", "",
+             "Pass rate = passing case x mode records / all records of the pair's newest run (the model and the "
+             "engine together). Engine = engine conformance: the share of answered records where the engine "
+             "returned what the model said, in a valid wire shape, honouring the request (the engine alone).", "",
              tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     if cells and shape["categories"]:
         rows = [[md_text(c["pair"])] + _category_rates(c, shape["categories"]) for c in cells]
