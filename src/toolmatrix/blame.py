@@ -26,15 +26,14 @@ MALFORMED_CALL_CHECKS = frozenset({"arguments_json", "no_marker_leak"})
 
 def model_answer(parsed: ParseResult, family: Family, request: dict) -> Exchange:
     """The model's own words as a non-streamed chat answer: its calls as parsed (an unreadable call keeps its raw
-    text as arguments), the rest of its text as content, less the reasoning, turn and end tokens that an engine
-    is there to split off or stop at (only call syntax left over is the model's malformed call)."""
+    text as arguments), the rest of its text as content, less the reasoning tags an engine is there to split off."""
     calls = [
         {"id": f"model_{n}", "type": "function",
          "function": {"name": c.name, "arguments": c.raw if c.arguments is None else json.dumps(c.arguments)}}
         for n, c in enumerate(parsed.calls)
     ]
     content = parsed.content
-    for marker in family.other_markers:
+    for marker in family.reasoning_markers:
         content = content.replace(marker, "")
     message: dict = {"role": "assistant", "content": content or None}
     if calls:

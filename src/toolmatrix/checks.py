@@ -297,11 +297,12 @@ def check_no_marker_leak(ev: CheckInput) -> Finding:
     if not leaks:
         return passed()
     field, marker = leaks[0]
-    # Call syntax with no call parsed anywhere is a malformed call the engine passed through: the model's. Residue
-    # next to parsed calls, and a reasoning, turn or end token (never a malformed call), are the engine's doing.
-    malformed_call = marker not in ev.family.other_markers and not message.tool_calls and not _valid_native_calls(
+    # A lone marker with no call parsed anywhere is what the model wrote (a malformed call, an imitated tool result)
+    # and the engine passed on as text: the model's. Residue next to parsed calls is the parser's, and reasoning
+    # tags in content (never a malformed call) are the engine's, which is there to split them off.
+    written = marker not in ev.family.reasoning_markers and not message.tool_calls and not _valid_native_calls(
         ev, message.content)
-    blame = MODEL if malformed_call else ENGINE
+    blame = MODEL if written else ENGINE
     why = "" if blame == ENGINE else " (the model wrote a malformed call; the engine passed it through as text)"
     return failed(blame, f"{marker!r} in {field}{why}")
 

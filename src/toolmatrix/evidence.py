@@ -28,32 +28,13 @@ import attrs
 from toolmatrix.cases import Case
 from toolmatrix.client import HTTPError, HttpClient
 from toolmatrix.formats import Family
+from toolmatrix.registry import EvidenceSpec
 from toolmatrix.results import Evidence, EvidenceStatus, TemplateFinding
 
 DIFF_CAP = 4_000
 # The chat body's sampling fields that the raw completion repeats (max_completion_tokens is read as max_tokens).
 SAMPLING = ("temperature", "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty", "frequency_penalty",
             "repetition_penalty")
-
-
-@attrs.frozen
-class EvidenceSpec:
-    """How an engine tells what the model wrote: ``engines/ENGINE.yaml`` ``evidence:``."""
-
-    render: str | None = None  # a render protocol (RENDERERS), or None
-    complete: str | None = None  # a completion protocol (COMPLETERS), or None
-    unavailable: str | None = None  # why this engine cannot tell (render and complete are then None)
-    # Chat requests the engine grammar-constrains where its completion endpoint cannot be told the same grammar:
-    # "calls" (a lazy grammar from the first call opener on), "required", "named" (tool_choice), "strict".
-    constrained: tuple[str, ...] = ()
-    completion_options: Mapping[str, Any] = attrs.field(factory=dict)  # extra fields for the raw completion
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> EvidenceSpec:
-        if not data:
-            return cls(unavailable="the engine spec declares no way to ask it for the model's raw text")
-        return cls(data.get("render"), data.get("complete"), data.get("unavailable"),
-                   tuple(data.get("constrained", ())), dict(data.get("completion_options", {})))
 
 
 @attrs.frozen

@@ -22,17 +22,18 @@ import attrs
 import pytest
 
 from toolmatrix.cases import Case, case_files, load_cases
-from toolmatrix.client import Target, make_client
+from toolmatrix.client import Target, make_client, make_http
+from toolmatrix.evidence import Witness, read_template
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
 from toolmatrix.pairs import run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
+from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import hardware, toolmatrix_version
-from toolmatrix.runner import Profile, Runner, build_request, lost_record
+from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
@@ -55,6 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
     group.addoption("--slots", metavar="N", type=int, default=2, help="parallel request slots the engine is started with (default 2)")
     group.addoption("--request-timeout", metavar="S", type=float, default=180.0, help="seconds before a request counts as timed out")
+    group.addoption("--evidence", choices=[m.value for m in EvidenceMode], default=EvidenceMode.FAILURES.value,
+                    help="ask the engine what the model itself wrote (its render and raw completion) to decide blame: "
+                         "off, failures (default: only where blame is in question), all (conformance on passes too)")
 
 
 def target_requested(config: pytest.Config) -> bool:
@@ -145,8 +149,14 @@ class RunState:
         assert self.endpoint is not None
         target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
                         self.config.getoption("--request-timeout"))
+        mode = EvidenceMode(self.config.getoption("--evidence"))
+        witness = None if mode is EvidenceMode.OFF else Witness(
+            self.engine.evidence if self.engine else EvidenceSpec.from_dict(
+                {"unavailable": "no engine spec (--engine) says how this server tells the model's raw text"}),
+            make_http(target), self.family,
+            read_template(self.model.chat_template) if self.model.chat_template else None)
         return Runner(make_client(target), target.model, self.family, self.profile,
-                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id)
+                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id, witness, mode)
 
     @property
     def profile(self) -> Profile:

@@ -118,6 +118,26 @@ class WeightsSource:
 
 
 @attrs.frozen
+class EvidenceSpec:
+    """How an engine tells what the model wrote (``evidence:``; the protocols are in toolmatrix.evidence)."""
+
+    render: str | None = None  # a render protocol: the chat body -> the prompt the engine built
+    complete: str | None = None  # a completion protocol: that prompt -> the raw text
+    unavailable: str | None = None  # why this engine cannot tell (render and complete are then None)
+    # Chat requests the engine grammar-constrains where its completion endpoint cannot be told the same grammar:
+    # "calls" (a lazy grammar from the first call opener on), "required", "named" (tool_choice), "strict".
+    constrained: tuple[str, ...] = ()
+    completion_options: Mapping[str, Any] = attrs.field(factory=dict)  # extra fields for the raw completion
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> EvidenceSpec:
+        if not data:
+            return cls(unavailable="the engine spec declares no way to ask it for the model's raw text")
+        return cls(data.get("render"), data.get("complete"), data.get("unavailable"),
+                   tuple(data.get("constrained", ())), dict(data.get("completion_options", {})))
+
+
+@attrs.frozen
 class EngineSpec:
     id: str
     title: str
@@ -137,6 +157,7 @@ class EngineSpec:
     reasoning_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     served_model: str = "{served_name}"
     notes: str = ""
+    evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: Path) -> EngineSpec:
@@ -159,6 +180,7 @@ class EngineSpec:
             reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
             served_model=data.get("served_model", "{served_name}"),
             notes=data.get("notes", ""),
+            evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 
     @property

@@ -14,7 +14,8 @@ import pytest
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client, make_http
-from toolmatrix.evidence import EvidenceSpec, Witness, read_template
+from toolmatrix.evidence import Witness, read_template
+from toolmatrix.registry import EvidenceSpec
 from toolmatrix.fake import FAULTS, FakeServer, Reply
 from toolmatrix.formats import get_family
 from toolmatrix.results import CheckResult, Record

@@ -37,8 +37,10 @@ class Family:
     title: str
     call_markers: tuple[str, ...]
     """The call syntax: strings that must never appear in a parsed content, tool name, arguments or reasoning."""
+    reasoning_markers: tuple[str, ...]
+    """Reasoning tags: an engine splits them off; left in content they are its doing, never a malformed call."""
     other_markers: tuple[str, ...]
-    """Reasoning, turn and end tokens: as forbidden as call syntax, but their leak is no malformed call."""
+    """Turn, end and tool-result tokens: as forbidden as call syntax."""
     call_openers: tuple[str, ...]
     """Strings that start a call in raw text; their prefixes betray a held-back call."""
     parser: str
@@ -46,7 +48,7 @@ class Family:
 
     @property
     def markers(self) -> tuple[str, ...]:
-        return self.call_markers + self.other_markers
+        return self.call_markers + self.reasoning_markers + self.other_markers
 
     def parse(self, text: str, tools: list[dict] | None = None) -> ParseResult:
         """Find the calls in raw model text; never raises on malformed text.
@@ -113,6 +115,7 @@ def _family(entry: dict[str, Any]) -> Family:
         id=entry["id"],
         title=entry["title"],
         call_markers=tuple(entry["call_markers"]),
+        reasoning_markers=tuple(entry["reasoning_markers"]),
         other_markers=tuple(entry["other_markers"]),
         call_openers=tuple(entry["call_openers"]),
         parser=entry["parser"],
