@@ -1,9 +1,10 @@
 """How much does the harness cost? Two figures, both measured in one run (these machines are noisy).
 
-1. Overhead against a real engine: the suite (``pytest -n 2``) against llama-server with 2 slots, beside a bare
-   asyncio load generator that sends the very same request bodies (read back from the suite's results) at the
-   same concurrency to the same server. The generator runs before and after the suite; the ratio is the suite's
-   wall time over the mean of the two. Target: <= 1.10.
+1. Overhead against a real engine: the suite (``pytest -n 2 --evidence off``) against llama-server with 2 slots,
+   beside a bare asyncio load generator that sends the very same request bodies (read back from the suite's
+   results) at the same concurrency to the same server. The generator runs before and after the suite; the ratio
+   is the suite's wall time over the mean of the two. Target: <= 1.10. Then the cost of evidence: the same
+   items with ``--evidence failures`` and ``all`` (each failure asks the engine for its render and raw text).
 2. Throughput against an instant server: the suite against the fake server (answers in microseconds), over
    the case library copied until there are enough items to dwarf start-up. Target: >= 300 items/s.
 
@@ -86,23 +87,35 @@ def overhead(subset: str, workdir: Path) -> None:
     engine, model = load_engines()["llamacpp"], load_models()["gemma3-270m"]
     launcher = ProcessLauncher(engine, model, slots=2)
     endpoint = launcher.start()
+    evidence_walls = {}
     try:
         results = workdir / "live"
-        target = ["--base-url", endpoint.base_url, "--model", "gemma3-270m", "-n", "2", "-k", subset]
+        # --engine with --base-url: the running server, with llamacpp's spec telling how to ask for evidence.
+        target = ["--base-url", endpoint.base_url, "--engine", "llamacpp", "--model", "gemma3-270m", "-n", "2",
+                  "-k", subset]
         # A warm-up pass fills the server's prompt cache, so neither side below gets it first.
-        run_suite(target + ["--results-dir", str(results)], workdir)
+        run_suite(target + ["--evidence", "off", "--results-dir", str(results)], workdir)
         bodies = sent_bodies(results)
         bare_before = asyncio.run(bare_load(endpoint.base_url, bodies, 2))
-        suite_wall, out = run_suite(target, workdir)
+        suite_wall, out = run_suite(target + ["--evidence", "off"], workdir)
         bare_after = asyncio.run(bare_load(endpoint.base_url, bodies, 2))
+        for mode in ("failures", "all"):
+            evidence_walls[mode], _ = run_suite(target + ["--evidence", mode, "--results-dir", str(workdir / mode)],
+                                                workdir)
     finally:
         launcher.stop()
     bare = (bare_before + bare_after) / 2
     items = re.findall(r"(\d+) (?:passed|failed|xfailed)", out.splitlines()[-1])
     print(f"overhead vs llama-server (-n 2, 2 slots, {sum(map(int, items))} items, {len(bodies)} requests):")
     print(f"  bare asyncio generator: {bare_before:.1f}s before, {bare_after:.1f}s after (mean {bare:.1f}s)")
-    print(f"  toolmatrix suite:       {suite_wall:.1f}s (whole pytest command, start-up included)")
+    print(f"  toolmatrix suite:       {suite_wall:.1f}s (--evidence off; whole pytest command, start-up included)")
     print(f"  ratio suite/bare:       {suite_wall / bare:.3f}  (target <= 1.10)")
+    print("cost of evidence (the same items, the same server, after the runs above):")
+    for mode, wall in evidence_walls.items():
+        records = list(read_records(workdir / mode))
+        asked = [r.evidence.status.value for r in records if r.evidence is not None]
+        counts = ", ".join(f"{asked.count(s)} {s}" for s in sorted(set(asked))) or "none asked"
+        print(f"  --evidence {mode:8} {wall:6.1f}s = {wall / suite_wall:.2f}x off; evidence: {counts}")
 
 
 def multiplied_library(copies: int, folder: Path) -> Path:

@@ -138,14 +138,16 @@ COMPLETERS: dict[str, Callable[[HttpClient, str, str | list[int], dict], str]] =
 # -- the reference render ------------------------------------------------------------------------------------------
 
 
-def reference_render(template: str, body: Mapping[str, Any]) -> str:
-    """The request rendered with the model's reference template by Hugging Face's own Jinja function."""
+def reference_render(template: str, body: Mapping[str, Any], special_tokens: Mapping[str, str] | None = None) -> str:
+    """The request rendered with the model's reference template by Hugging Face's own Jinja function, with the
+    tokenizer's special tokens in its context as ``apply_chat_template`` puts them there."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # no "PyTorch was not found" banner: none is needed
     logging.getLogger("transformers").setLevel(logging.ERROR)
     from transformers.utils.chat_template_utils import render_jinja_template  # ~1 s to import: only when used
 
     rendered, _ = render_jinja_template(conversations=[list(body["messages"])], tools=body.get("tools") or None,
-                                        chat_template=template, add_generation_prompt=True)
+                                        chat_template=template, add_generation_prompt=True,
+                                        **dict(special_tokens or {}))
     return rendered[0]
 
 
@@ -187,7 +189,7 @@ class Witness:
     http: HttpClient  # rooted at the server (no /v1)
     family: Family
     template: tuple[str, str] | None = None  # (where it came from, the reference template's text)
-    bos: str | None = None
+    special_tokens: Mapping[str, str] = attrs.field(factory=dict)  # what the template reads: bos_token, ...
 
     def obtain(self, case: Case, body: dict) -> Evidence:
         """Never raises on what the engine says: a failed request is ``unavailable`` with the reason."""
@@ -219,10 +221,10 @@ class Witness:
             return None, "template not compared: the model spec names no reference chat template"
         where, text = self.template
         try:
-            reference = reference_render(text, body)
+            reference = reference_render(text, body, self.special_tokens)
         except Exception as exc:  # noqa: BLE001 - any template error: the comparison is off, the evidence stands
             return None, f"template not compared: {where} did not render this request: {type(exc).__name__}: {exc}"
-        return compare_renders(engine_text, reference, where, self.bos), ""
+        return compare_renders(engine_text, reference, where, self.special_tokens.get("bos_token")), ""
 
 
 def read_template(path: Path) -> tuple[str, str]:

@@ -154,7 +154,7 @@ class RunState:
             self.engine.evidence if self.engine else EvidenceSpec.from_dict(
                 {"unavailable": "no engine spec (--engine) says how this server tells the model's raw text"}),
             make_http(target), self.family,
-            read_template(self.model.chat_template) if self.model.chat_template else None)
+            read_template(self.model.chat_template) if self.model.chat_template else None, self.model.special_tokens)
         return Runner(make_client(target), target.model, self.family, self.profile,
                       self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id, witness, mode)
 

@@ -258,6 +258,7 @@ class ModelSpec:
     reasoning: str | None = None
     unsupported: Mapping[str, str] = attrs.field(factory=dict)
     response_template: Path | None = None
+    special_tokens: Mapping[str, str] = attrs.field(factory=dict)  # bos_token, eos_token: the template sees them
 
     @classmethod
     def from_dict(cls, model_id: str, data: Mapping[str, Any], templates: Path) -> ModelSpec:
@@ -276,6 +277,7 @@ class ModelSpec:
             reasoning=data.get("reasoning"),
             unsupported=dict(data.get("unsupported", {})),
             response_template=templates / data["response_template"] if data.get("response_template") else None,
+            special_tokens=dict(data.get("special_tokens", {})),
         )
 
     @classmethod

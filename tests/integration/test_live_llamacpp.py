@@ -69,6 +69,28 @@ def test_live_run_completes_with_valid_results(live_run):
     assert sum(run["counts"].values()) == len(records)
 
 
+def test_failures_carry_the_models_own_words(live_run):
+    """--evidence failures (the default): every answered failure asks llama-server for its render and raw text."""
+    _, results = live_run
+    records = list(read_records(results))
+    failed = [r for r in records if r.verdict in ("fail", "unsupported")]
+    assert failed and all(r.evidence is not None and r.blamed_by is not None for r in failed)
+    assert all(r.evidence is None and r.blamed_by is None for r in records if r.verdict == "pass")
+    by_status = {s: [r for r in failed if r.evidence.status == s] for s in ("obtained", "not_comparable", "unavailable")}
+    assert not by_status["unavailable"], by_status["unavailable"][0].evidence
+    assert by_status["obtained"], "a raw text without a call is comparable: the lazy grammar never started"
+    for r in by_status["not_comparable"]:
+        assert "grammar" in r.evidence.reason and r.evidence.raw_text is not None
+    for r in by_status["obtained"] + by_status["not_comparable"]:
+        assert len(r.evidence.prompt_sha256) == 64 and r.evidence.method == "llamacpp_apply_template + llamacpp_completion"
+    # The engine's render beside our template rendered by transformers: llama-server adds "parameters": {} to a
+    # tool that declares none, a real difference the comparison must show.
+    omitted = [r for r in failed if r.case_id == "no_params.parameters_omitted"]
+    assert omitted and all(not r.evidence.template.same and '"parameters": {}' in r.evidence.template.diff
+                           for r in omitted)
+    assert sum(r.evidence.template is not None and r.evidence.template.same for r in failed) >= len(failed) // 2
+
+
 def test_engine_started_once_under_xdist(live_run):
     proc, _ = live_run
     assert len(re.findall(r"toolmatrix: gemma3-270m@llamacpp ready at", proc.stdout)) == 1
