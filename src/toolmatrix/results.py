@@ -180,6 +180,7 @@ class Record:
     engine_death: EngineDeath | None = None
     evidence: Evidence | None = None  # None: not asked for (--evidence off, or a pass under 'failures')
     blamed_by: BlameSource | None = None  # on a failure: what decided the blame
+    wire_blame: Blame | None = None  # where evidence decided: the blame the wire rules alone would have given
 
     @property
     def outcome(self) -> Outcome:
@@ -208,11 +209,15 @@ class Posted(NamedTuple):
     verdict: str
     blame: str | None
     conformant: bool | None
+    evidence: str | None = None  # its status, where asked
+    wire_blame: str | None = None  # where evidence decided the blame: the wire rules' own
 
     @classmethod
     def of(cls, record: Record) -> Posted:
         return cls(record.encode(), record.category, record.mode, record.verdict.value,
-                   record.blame.value if record.blame else None, record.outcome.conformant)
+                   record.blame.value if record.blame else None, record.outcome.conformant,
+                   record.evidence.status.value if record.evidence else None,
+                   record.wire_blame.value if record.wire_blame else None)
 
 
 class Outcome(NamedTuple):

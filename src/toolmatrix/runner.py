@@ -123,11 +123,12 @@ class Runner:
             followup = self._followup(case, mode, body, exchange)
             checks += followup.checks
         decision = judge(checks, self.unsupported, case.features)
-        evidence, blamed_by = None, None
+        evidence, blamed_by, wire_blame = None, None, None
         if self._wants_evidence(decision.verdict):
             evidence = self._evidence(case, body)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
+                wire_blame = decision.blame if decided else None
                 decision = judge(checks, self.unsupported, case.features)
                 blamed_by = BlameSource.EVIDENCE if decided else None
         if decision.verdict is not Verdict.PASS:
@@ -136,7 +137,7 @@ class Runner:
             self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
-            evidence=evidence, blamed_by=blamed_by, **_exchange_fields(exchange))
+            evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, **_exchange_fields(exchange))
 
     def _wants_evidence(self, verdict: Verdict) -> bool:
         # An error has no answer to weigh: there is nothing for the model's words to be compared with.

@@ -40,4 +40,15 @@ def summary_table(posted: Sequence[Posted]) -> str:
         ])
     headers = ["category", "nonstream pass", "stream pass", "fail", "unsupported", "error", "pass rate",
                "engine conformance", "blame"]
-    return tabulate(rows, headers=headers, tablefmt="github")
+    return tabulate(rows, headers=headers, tablefmt="github") + evidence_line(posted)
+
+
+def evidence_line(posted: Sequence[Posted]) -> str:
+    """How often the model's own words were asked for and had, and which blames they moved from the wire's."""
+    asked = Counter(p.evidence for p in posted if p.evidence)
+    if not asked:
+        return ""
+    moved = Counter(f"{p.wire_blame}->{p.blame}" for p in posted if p.wire_blame and p.wire_blame != p.blame)
+    moves = ", ".join(f"{move} {n}" for move, n in moved.most_common()) or "none"
+    return (f"\nevidence: {', '.join(f'{n} {status}' for status, n in sorted(asked.items()))}; "
+            f"blames it moved from the wire rules': {moves}")

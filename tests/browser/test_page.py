@@ -42,8 +42,14 @@ def matrix(tmp_path_factory) -> Path:
         *suite({"single.a": "pass", "single.b": "pass"}),
         record("parallel.p", "fail", blame="engine", reason="PARALLEL_SPLIT: one call of two"),
         record("parallel.p", "fail", mode="stream", blame="engine", reason="PARALLEL_SPLIT: one call of two"),
-        record("types.t", "fail", blame="model", reason="WRONG_TYPE: days is a string",
-               body=answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])),
+        {**record("types.t", "fail", blame="model", reason="WRONG_TYPE: days is a string",
+                  body=answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])),
+         "description": "a typed argument must keep its type", "blamed_by": "evidence",
+         "evidence": {"status": "obtained", "method": "llamacpp_apply_template + llamacpp_completion",
+                      "prompt_sha256": "0" * 64, "raw_text": f'<tool_call>{{"name": "get_weather", "city": "{IMG}"}}',
+                      "calls": [{"name": "get_weather", "arguments": {"city": "Pariss"}}],
+                      "template": {"reference": "gemma3-tools.jinja", "same": False,
+                                   "diff": "--- reference template\n+++ engine render\n-a\n+b"}}},
         record("types.t", "pass", mode="stream"),
     ], run_id="new", started="2026-01-02T00:00:00+00:00")
     write_results(root / "m1-e2", [
@@ -87,6 +93,8 @@ def test_cells_render_with_rates_counts_categories_and_history(page):
     assert m1e1.locator(".rate").inner_text() == "63%"  # 5 of 8
     assert "5/8 pass \u00b7 3 fail" in m1e1.locator(".counts").inner_text()
     assert "lv-warn" in m1e1.get_attribute("class")
+    # Beside the end-to-end rate, the engine's own: the two parallel.p failures are its, types.t is the model's.
+    assert m1e1.locator(".conformance").inner_text() == "engine 75% (6/8)"
     assert m1e1.locator("ul.cats li").all_inner_texts() == ["parallel 0%", "single 100%", "types 50%"]
     assert "\u25bc2" in m1e1.locator(".changes").inner_text()  # parallel.p newly failing in both modes
     assert cell(page, "m2@e2").locator(".rate").inner_text() == "50%"
@@ -111,6 +119,20 @@ def test_a_click_on_a_cell_opens_its_failing_cases(page):
     assert case.locator("pre.diff span.del").all_inner_texts() == ['-        "city": "Paris"']
     assert case.locator("pre.diff span.add").all_inner_texts() == ['+        "city": "Pariss"']
     assert "args_object (blame: model): WRONG_TYPE" in case.locator("ul.checks").inner_text()
+    assert case.locator("p.description").inner_text() == "Case: a typed argument must keep its type"
+    assert case.locator("p.blamed-by").inner_text() == "blame decided by: the model's own words (evidence)"
+    assert "What the model wrote (evidence: obtained, via llamacpp_apply_template" in case.inner_text()
+    assert case.locator("pre.raw-text").inner_text() == f'<tool_call>{{"name": "get_weather", "city": "{IMG}"}}'
+    assert '"city": "Pariss"' in case.locator("pre.model-calls").inner_text()
+    assert case.locator("pre.diff").nth(1).locator("span.add").all_inner_texts() == ["+b"]
+
+
+def test_the_category_table_shows_conformance_beside_the_pass_rate(page):
+    cell(page, "m1@e1").locator("button").click()
+    rows = page.locator("#detail table.categories tr").all_inner_texts()
+    assert rows[0].split("\t")[-2:] == ["pass rate", "engine conformance"]
+    assert next(r for r in rows if r.startswith("parallel")).split("\t")[-2:] == ["0%", "0%"]
+    assert next(r for r in rows if r.startswith("types")).split("\t")[-2:] == ["50%", "100%"]
 
 
 def test_a_stream_case_shows_its_raw_chunks(page):

@@ -228,6 +228,7 @@ def test_evidence_blames_the_engine_that_changed_a_right_answer(witnessed, fault
     assert (first_failure(wire).name, wire.blame, wire.blamed_by, wire.evidence) == (check, wire_blame, "wire", None)
     record = run_witnessed(witnessed, case_name, mode, faulty)
     assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "evidence")
+    assert record.wire_blame == wire_blame  # what the evidence moved, kept
     assert record.evidence.status == "obtained" and record.evidence.template.same, record.evidence
     assert record.evidence.calls == [{"name": n, "arguments": a} for n, a in correct.calls]
     assert "[evidence: the model's own text passes this check" in first_failure(record).detail
