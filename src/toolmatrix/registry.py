@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from toolmatrix.placeholders import unknown_placeholders
 from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 LAUNCHER_KINDS = ("docker", "process")
@@ -364,6 +365,8 @@ def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:
             if spec.id in engines:
                 errors.append(doc.error(("id",), f"engine id {spec.id!r} also defined in {engines[spec.id].source}"))
             errors += _unknown_families(doc, spec)
+            errors += [doc.error(path, f"unknown placeholder {{{name}}} (known here: {', '.join(sorted(known))})",
+                                 spec.id) for path, name, known in unknown_placeholders(doc.data)]
             engines[spec.id] = spec
     if errors:
         raise SpecErrors(errors)

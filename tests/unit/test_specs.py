@@ -225,3 +225,21 @@ def test_registry_ids_win_and_an_unknown_family_is_refused(monkeypatch):
     monkeypatch.setenv("TOOLMATRIX_FAMILY", "klingon")
     with pytest.raises(ValueError, match="TOOLMATRIX_FAMILY"):
         resolve_model(MODELS, "hf:Qwen/Qwen3-8B")
+
+
+def test_an_unknown_placeholder_is_a_spec_error_at_load(copy):
+    """A typo such as {slotz} used to pass `toolmatrix engines` and die mid-start with KeyError: 'slotz'."""
+    path = copy / "engines" / "llamacpp.yaml"
+    line = edit(path, '--parallel, "{slots}", --ctx-size, "{ctx_size}", --threads',
+                '--parallel, "{slotz}", --ctx-size, "{ctx_size}", --threads')
+    (problem,) = errors(copy, load_engines)
+    assert problem.startswith(f"{path}:{line}: llamacpp: $.process.args[") and "unknown placeholder {slotz}" in problem
+    assert "(known here: " in problem and "slots" in problem and "last_cpu" in problem
+
+
+def test_a_docker_only_placeholder_in_a_process_argument_is_refused(copy):
+    path = copy / "engines" / "llamacpp.yaml"
+    edit(path, '--parallel, "{slots}", --ctx-size, "{ctx_size}", --threads',
+         '--parallel, "{models_dir}", --ctx-size, "{ctx_size}", --threads')
+    (problem,) = errors(copy, load_engines)
+    assert "$.process.args[" in problem and "unknown placeholder {models_dir}" in problem

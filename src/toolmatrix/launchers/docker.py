@@ -31,6 +31,7 @@ import attrs
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
 from toolmatrix.launchers.process import free_port
+from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args, render_json
 from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, ReadinessStep, WeightsSource, cache_dir
 from toolmatrix.weights import WeightsError, local_weights, sha256_of
 
@@ -44,54 +45,13 @@ except ImportError:  # the SDK is needed to start containers, not to plan them
 LABEL_RUN = "toolmatrix.run"
 LABEL_PAIR = "toolmatrix.pair"
 LABEL_OWNER = "toolmatrix.owner"
-WEIGHTS_ARGS = "{weights_args}"  # command item replaced by the engine's weights_args for the model's source
 TEMPLATES_DIR = "/toolmatrix/templates"  # where toolmatrix's own chat templates are mounted
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 _LIVE_STATES = ("created", "running", "restarting")
 
 
 def owner_label() -> str:
     """Who owns a container: this host and process, so a later run can tell a leftover from a live one."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def render(template: str, values: Mapping[str, str]) -> str:
-    """Fill ``{name}`` placeholders; an unknown name is a spec error, other braces (JSON) are left alone."""
-
-    def fill(match: re.Match) -> str:
-        if match.group(1) not in values:
-            raise KeyError(f"unknown placeholder {match.group(0)} in {template!r}; known: {', '.join(sorted(values))}")
-        return values[match.group(1)]
-
-    return _PLACEHOLDER.sub(fill, template)
-
-
-def render_args(template: Iterable[str], values: Mapping[str, str],
-                splices: Mapping[str, Sequence[str]] | None = None) -> list[str]:
-    """Render an argument template. An item named in ``splices`` becomes that list; an argument that renders
-    empty is dropped with the flag before it (``--revision {revision}`` without a revision disappears)."""
-    out: list[str] = []
-    for item in template:
-        if splices and item in splices:
-            out += render_args(splices[item], values)
-            continue
-        text = render(item, values)
-        if text:
-            out.append(text)
-        elif out and out[-1].startswith("-"):
-            out.pop()
-    return out
-
-
-def render_json(value: Any, values: Mapping[str, str]) -> Any:
-    """Fill placeholders in every string of a JSON value (readiness request bodies)."""
-    if isinstance(value, str):
-        return render(value, values)
-    if isinstance(value, Mapping):
-        return {key: render_json(item, values) for key, item in value.items()}
-    if isinstance(value, list):
-        return [render_json(item, values) for item in value]
-    return value
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
+from toolmatrix.placeholders import render, render_args
 from toolmatrix.registry import EngineSpec, ModelSpec, cache_dir
 from toolmatrix.weights import WeightsError, gguf_path, local_weights, sha256_of
 
@@ -137,18 +138,16 @@ class ProcessLauncher:
             "slots": str(self.slots), "ctx_size": str(context_size(self.slots)), "threads": str(os.cpu_count() or 2),
             "last_cpu": str((os.cpu_count() or 1) - 1),
         }
-        args = [a.format(**self.values) for a in self.engine.process["args"]]
-        if not self.model.chat_template:  # drop a template flag with nothing to pass
-            args = [a for i, a in enumerate(args) if a and not (i + 1 < len(args) and args[i + 1] == "")]
-        return args + list(self.engine.tool_args(self.model))
+        # An argument that renders empty goes with its flag (no chat template: no --chat-template-file).
+        return render_args([*self.engine.process["args"], *self.engine.tool_args(self.model)], self.values)
 
     def spec_env(self) -> dict[str, str]:
         """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
-        return {name: value.format(**self.values) for name, value in self.engine.process.get("env", {}).items()}
+        return {name: render(value, self.values) for name, value in self.engine.process.get("env", {}).items()}
 
     def served_model(self) -> str:
         """The model name requests must carry (``command`` fills in the values)."""
-        return self.engine.served_model.format(**self.values)
+        return render(self.engine.served_model, self.values)
 
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
