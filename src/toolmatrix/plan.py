@@ -18,6 +18,7 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.launchers.base import LaunchError
+from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.specs import SpecErrors
 
@@ -75,8 +76,6 @@ def cmd_engines(args: argparse.Namespace) -> int:
 
 
 def readiness_lines(engine: EngineSpec, values: dict[str, str]) -> list[str]:
-    from toolmatrix.launchers.docker import render_json
-
     lines = [f"readiness:  GET {engine.readiness_path} until 200 (up to {engine.readiness_timeout_s:.0f}s)"]
     for step in engine.readiness_steps:
         body = f" {json.dumps(render_json(step.json, values))}" if step.json else ""
@@ -100,7 +99,7 @@ def weights_text(model: ModelSpec, source: WeightsSource) -> str:
 
 def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
     """Details and the ``docker run`` line of the config DockerLauncher would start."""
-    from toolmatrix.launchers.docker import container_config, render
+    from toolmatrix.launchers.docker import container_config
 
     config = container_config(engine, model, slots=args.slots, run_id=args.run_id, variant=args.variant,
                               network=args.network)

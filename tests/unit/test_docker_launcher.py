@@ -16,8 +16,9 @@ from docker.errors import APIError, ImageNotFound, NotFound
 
 from toolmatrix.launchers import LAUNCHERS, LaunchError
 from toolmatrix.launchers import docker as docker_launcher
+from toolmatrix.launchers.readiness import field_values
 from toolmatrix.launchers.docker import (
-    LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, field_values, split_image,
+    LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, split_image,
 )  # fmt: skip
 from toolmatrix.registry import load_registry
 
@@ -384,7 +385,7 @@ def test_interrupt_during_readiness_still_removes_the_container(stand_in, tmp_pa
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(docker_launcher, "wait_ready", interrupted)
+    monkeypatch.setattr(docker_launcher, "become_ready", interrupted)
     with pytest.raises(KeyboardInterrupt):
         launcher("vllm", "qwen3", client, tmp_path).start()
     assert client.call_names()[-1] == "remove"

@@ -13,7 +13,6 @@ owner process is gone (``cleanup_stale``), which covers a run killed with SIGKIL
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -21,18 +20,17 @@ import socket
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
+from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.launchers.process import free_port
-from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args, render_json
-from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, ReadinessStep, WeightsSource, cache_dir
+from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
+from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
 from toolmatrix.weights import WeightsError, local_weights, sha256_of
 
 try:
@@ -284,57 +282,6 @@ def ensure_image(client: Any, spec: DockerSpec, log: Callable[[str], None]) -> A
     return client.images.get(spec.image)
 
 
-def http_json(method: str, url: str, body: Any = None, timeout: float = 10.0) -> tuple[int, bytes]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def field_values(document: Any, dotted: str) -> list[Any]:
-    """The leaves at a dotted path; lists on the way (and at the end) are searched element-wise."""
-    current = [document]
-    for part in dotted.split("."):
-        current = [item for value in current for item in (value if isinstance(value, list) else [value])]
-        current = [value[part] for value in current if isinstance(value, Mapping) and part in value]
-    return [item for value in current for item in (value if isinstance(value, list) else [value])]
-
-
-def _step_problem(root_url: str, step: ReadinessStep, values: Mapping[str, str]) -> str | None:
-    body = render_json(step.json, values) if step.json is not None else None
-    try:
-        status, raw = http_json(step.method, root_url + step.path, body, 10.0 if step.poll else step.timeout_s)
-    except OSError as exc:
-        return f"no answer ({exc})"
-    if status != 200:
-        return f"HTTP {status}: {raw[:300].decode(errors='replace')}"
-    if step.expect is None:
-        return None
-    wanted = render(step.expect["contains"], values)
-    try:
-        found = field_values(json.loads(raw), step.expect["field"])
-    except ValueError:
-        return f"answer is not JSON: {raw[:200].decode(errors='replace')}"
-    return None if wanted in found else f"{step.expect['field']} is {found!r}, without {wanted!r}"
-
-
-def run_step(root_url: str, step: ReadinessStep, values: Mapping[str, str], alive: Callable[[], bool],
-             log_tail: Callable[[], str]) -> None:
-    """Make one readiness request (repeating it while ``poll`` and time allow); raise LaunchError on failure."""
-    deadline = time.monotonic() + step.timeout_s
-    while True:
-        problem = _step_problem(root_url, step, values)
-        if problem is None:
-            return
-        if not step.poll or time.monotonic() > deadline or not alive():
-            why = f" ({step.why})" if step.why else ""
-            raise LaunchError(f"readiness {step.method} {step.path}: {problem}{why}\n--- log tail ---\n{log_tail()}")
-        time.sleep(1.0)
-
-
 class DockerLauncher:
     """One container per pair, removed on stop and on a failed start."""
 
@@ -399,11 +346,8 @@ class DockerLauncher:
         self.root_url = f"http://127.0.0.1:{self.config.host_port}"
 
     def _wait_ready(self) -> None:
-        what = f"{self.engine.id} (container {self.config.name})"
-        wait_ready(self.root_url + self.engine.readiness_path, self.engine.readiness_timeout_s, self.alive, what,
-                   self.log_tail)
-        for step in self.engine.readiness_steps:
-            run_step(self.root_url, step, self.config.values, self.alive, self.log_tail)
+        become_ready(self.engine, self.root_url, self.config.values, self.alive,
+                     f"{self.engine.id} (container {self.config.name})", self.log_tail)
 
     def stop(self) -> None:
         """Keep the engine's log, then remove the container (killing it if it still runs). Safe to repeat."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, http_get
+from toolmatrix.launchers.base import Endpoint, LaunchError
+from toolmatrix.launchers.readiness import http_request
 
 
 class ExternalLauncher:
@@ -18,7 +19,7 @@ class ExternalLauncher:
     def start(self) -> Endpoint:
         # /models is the one endpoint every OpenAI-compatible server has; a 401 still proves it is there.
         try:
-            status, _ = http_get(self.base_url + "/models")
+            status, _ = http_request("GET", self.base_url + "/models", timeout=5.0)
         except OSError as exc:
             raise LaunchError(f"--base-url {self.base_url}: cannot connect ({exc})") from None
         if status >= 500:
@@ -30,7 +31,7 @@ class ExternalLauncher:
 
     def alive(self) -> bool:
         try:
-            return http_get(self.base_url + "/models")[0] < 500
+            return http_request("GET", self.base_url + "/models", timeout=5.0)[0] < 500
         except OSError:
             return False
 

@@ -20,7 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, probe_version, wait_ready
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
+from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.placeholders import render, render_args
 from toolmatrix.registry import EngineSpec, ModelSpec, cache_dir
 from toolmatrix.weights import WeightsError, gguf_path, local_weights, sha256_of
@@ -159,8 +160,8 @@ class ProcessLauncher:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, preexec_fn=die_with_parent, start_new_session=True)
         try:
-            wait_ready(self.root_url + self.engine.readiness_path, self.engine.readiness_timeout_s, self.alive,
-                       f"{self.engine.id} ({binary.name})", self.log_tail)
+            become_ready(self.engine, self.root_url, self.values, self.alive, f"{self.engine.id} ({binary.name})",
+                         self.log_tail)
         except BaseException:
             self.stop()  # never leave a half-started engine behind
             raise
