@@ -17,6 +17,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
@@ -164,7 +165,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return USAGE_ERROR
     engine = engines[args.engine]
-    launcher = args.launcher or (engine.launchers[0] if engine.launchers else "docker")
+    launcher = args.launcher or default_launcher()  # what the same pytest command would start
     pair = f"{model.id}@{engine.id}"
     refusal = engine.refusal(model, launcher)
     if refusal:
@@ -193,7 +194,7 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--model", required=True, metavar="MODEL",
                       help="model id from engines/models.yaml, or a source such as hf:ORG/NAME or gguf:/path/x.gguf")
     plan.add_argument("--launcher", choices=LAUNCHER_KINDS,
-                      help="default: docker where the engine has a docker section, else process")
+                      help="default: process, as pytest's own default (docker where you name it)")
     plan.add_argument("--variant", metavar="NAME", help="a docker variant of the engine spec (e.g. llamacpp: cpu)")
     plan.add_argument("--network", choices=("host", "bridge"), default="host",
                       help="host networking (default) or a published port")

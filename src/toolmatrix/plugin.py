@@ -28,7 +28,7 @@ from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
-from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError
+from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.pairs import run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
@@ -66,7 +66,7 @@ def target_requested(config: pytest.Config) -> bool:
 
 
 def launcher_kind(config: pytest.Config) -> str:
-    return config.getoption("--launcher") or ("external" if config.getoption("--base-url") else "process")
+    return config.getoption("--launcher") or default_launcher(config.getoption("--base-url"))
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -135,6 +135,9 @@ class RunState:
             return ExternalLauncher(opt("--base-url"), self.model.served_name, self.engine_id)
         if self.engine is None:
             raise pytest.UsageError(f"--launcher={kind} needs --engine")
+        refusal = self.engine.refusal(self.model, kind)  # before anything is installed, pulled or started
+        if refusal:
+            raise pytest.UsageError(f"{self.model.id}@{self.engine.id} cannot be served: {refusal}")
         extra = {}
         if opt("--variant"):
             if kind != "docker":

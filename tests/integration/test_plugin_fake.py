@@ -139,3 +139,13 @@ def test_a_failure_names_the_case_description(xdist_run):
     cells = json.loads((results / "matrix" / "matrix.json").read_text())["cells"]
     shown = {(f["case_id"], f.get("description")) for f in cells[0]["failures"]}
     assert (described.id, described.description) in shown
+
+
+def test_a_pair_the_process_launcher_cannot_serve_says_why_before_anything_starts(tmp_path):
+    """It used to try to start and say "hf weights Qwen/Qwen3-8B do not exist"."""
+    proc = run_pytest(tmp_path, "--engine", "vllm", "--model", "qwen3", "--results-dir", str(tmp_path / "r"))
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert ("qwen3@vllm cannot be served: the process launcher loads local weights only; models.yaml weights.hf "
+            "of 'qwen3' names the hub repository Qwen/Qwen3-8B") in proc.stderr
+    assert "do not exist" not in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+    assert "installing" not in (proc.stdout + proc.stderr).lower() and not (tmp_path / "r").exists()

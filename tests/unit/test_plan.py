@@ -37,11 +37,15 @@ def contains_run(items: list[str], run: tuple[str, ...]) -> bool:
     return any(tuple(items[i:i + len(run)]) == run for i in range(len(items) - len(run) + 1))
 
 
+def main_launcher(engine_id: str) -> str:
+    return ENGINES[engine_id].launchers[0]  # docker where the spec has it: most engines are GPU containers
+
+
 @pytest.mark.parametrize(("engine_id", "model_id"), PAIRS, ids=[f"{m}@{e}" for e, m in PAIRS])
 def test_every_pair_is_planned_or_refused_with_a_reason(capsys, engine_id, model_id):
     engine, model = ENGINES[engine_id], MODELS[model_id]
-    launcher = engine.launchers[0]  # what plan picks without --launcher: docker where the spec has it
-    code, out, err = plan(capsys, "--engine", engine_id, "--model", model_id)
+    launcher = main_launcher(engine_id)
+    code, out, err = plan(capsys, "--engine", engine_id, "--model", model_id, "--launcher", launcher)
     if code == 0:
         assert not re.search(r"\{[a-z_]+\}", out), "every placeholder was filled"
         assert err == ""
@@ -97,7 +101,7 @@ EXPECTED_FLAGS = {
 
 @pytest.mark.parametrize(("engine_id", "model_id"), sorted(EXPECTED_FLAGS), ids=[f"{m}@{e}" for e, m in sorted(EXPECTED_FLAGS)])
 def test_known_launch_lines_carry_the_right_flags(capsys, engine_id, model_id):
-    code, out, _ = plan(capsys, "--engine", engine_id, "--model", model_id)
+    code, out, _ = plan(capsys, "--engine", engine_id, "--model", model_id, "--launcher", main_launcher(engine_id))
     assert code == 0
     assert EXPECTED_FLAGS[engine_id, model_id] in out.replace(" \\\n    ", " ")
 
@@ -116,7 +120,7 @@ EXPECTED_REFUSALS = {
 
 @pytest.mark.parametrize(("engine_id", "model_id"), sorted(EXPECTED_REFUSALS), ids=[f"{m}@{e}" for e, m in sorted(EXPECTED_REFUSALS)])
 def test_known_refusals_say_why(capsys, engine_id, model_id):
-    code, _, err = plan(capsys, "--engine", engine_id, "--model", model_id)
+    code, _, err = plan(capsys, "--engine", engine_id, "--model", model_id, "--launcher", main_launcher(engine_id))
     assert code == 2 and EXPECTED_REFUSALS[engine_id, model_id] in err
 
 
@@ -185,7 +189,7 @@ dynamo.vllm "$@"' 8000 --model Qwen/Qwen3-8B --served-model-name qwen3 --dyn-too
 
 
 def test_plan_prints_details_before_the_command(capsys):
-    code, out, _ = plan(capsys, "--engine", "ollama", "--model", "llama3.1")
+    code, out, _ = plan(capsys, "--engine", "ollama", "--model", "llama3.1", "--launcher", "docker")
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "pair:       llama3.1@ollama (Llama 3.1 8B Instruct on Ollama), docker launcher"
@@ -216,14 +220,15 @@ def test_tabbyapi_serves_a_local_exl3_folder(tmp_path):
 
 
 def test_variant_and_bridge_network(capsys):
-    code, out, _ = plan(capsys, "--engine", "llamacpp", "--model", "qwen3", "--variant", "cpu", "--network", "bridge")
+    code, out, _ = plan(capsys, "--engine", "llamacpp", "--model", "qwen3", "--variant", "cpu", "--network", "bridge",
+                        "--launcher", "docker")
     assert code == 0
     assert "ghcr.io/ggml-org/llama.cpp:server-b10644" in out and "--gpus" not in out
     assert "-p 8080:8080" in out and "--network host" not in out
 
 
 def test_local_only_image_is_labelled(capsys):
-    code, out, _ = plan(capsys, "--engine", "mlc", "--model", "qwen3")
+    code, out, _ = plan(capsys, "--engine", "mlc", "--model", "qwen3", "--launcher", "docker")
     assert code == 0 and "toolmatrix/mlc-llm:local (built locally, never pulled:" in out
     assert "HF://mlc-ai/Qwen3-8B-q4f16_1-MLC" in out
 
@@ -261,7 +266,8 @@ def test_process_launcher_serves_local_ggufs_only(capsys, monkeypatch, tmp_path,
     (["--engine", "nope", "--model", "qwen3"], "unknown engine 'nope'; known: dynamo, llama-cpp-python, llamacpp"),
     (["--engine", "vllm", "--model", "nope"], "unknown model 'nope'; known: deepseek-v3.1"),
     (["--engine", "sglang", "--model", "qwen3", "--launcher", "process"], "engine 'sglang' has no process launcher"),
-    (["--engine", "llamacpp", "--model", "qwen3", "--variant", "gpu9"], "no docker variant 'gpu9' (known: cpu, local)"),
+    (["--engine", "llamacpp", "--model", "qwen3", "--variant", "gpu9", "--launcher", "docker"],
+     "no docker variant 'gpu9' (known: cpu, local)"),
 ], ids=["unknown-engine", "unknown-model", "no-process-section", "unknown-variant"])
 def test_usage_errors_exit_2_with_one_line(capsys, args, message):
     code, out, err = plan(capsys, *args)
@@ -285,9 +291,22 @@ def test_engines_table_and_json(capsys):
 
 def test_plan_takes_an_explicit_model_source(capsys, monkeypatch):
     monkeypatch.setenv("TOOLMATRIX_FAMILY", "qwen3_coder")
-    code, out, _ = plan(capsys, "--engine", "vllm", "--model", "hf:Qwen/Qwen3-Coder-30B-A3B-Instruct@main")
+    code, out, _ = plan(capsys, "--engine", "vllm", "--model", "hf:Qwen/Qwen3-Coder-30B-A3B-Instruct@main",
+                        "--launcher", "docker")
     assert code == 0
     assert ("--model Qwen/Qwen3-Coder-30B-A3B-Instruct --revision main --served-model-name "
             "qwen3-coder-30b-a3b-instruct") in out and "--tool-call-parser qwen3_xml" in out
     code, _, err = plan(capsys, "--engine", "vllm", "--model", "hf:nope")
     assert code == 2 and "a hub repository is hf:ORG/NAME[@REVISION]" in err
+
+
+def test_plan_without_a_launcher_prints_what_pytest_would_start(capsys, monkeypatch, tmp_path):
+    """pytest's default launcher is process: plan used to print a CUDA docker run that pytest never starts."""
+    monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path))
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "gemma-3-270m-q4_k_m.gguf").write_bytes(b"GGUF")
+    default = plan(capsys, "--engine", "llamacpp", "--model", "gemma3-270m")
+    assert default == plan(capsys, "--engine", "llamacpp", "--model", "gemma3-270m", "--launcher", "process")
+    assert default[0] == 0 and "process launcher" in default[1] and "docker run" not in default[1]
+    code, out, err = plan(capsys, "--engine", "sglang", "--model", "qwen3")
+    assert code == 2 and out == "" and "engine 'sglang' has no process launcher" in err

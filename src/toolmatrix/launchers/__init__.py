@@ -14,4 +14,9 @@ from toolmatrix.launchers.process import ProcessLauncher
 
 LAUNCHERS: dict[str, type] = {"docker": DockerLauncher, "process": ProcessLauncher, "external": ExternalLauncher}
 
-__all__ = ["Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]
+
+def default_launcher(base_url: str | None = None) -> str:
+    """The launcher when none is named: pytest and ``toolmatrix plan`` agree on what a command would start."""
+    return "external" if base_url else "process"
+
+__all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]
