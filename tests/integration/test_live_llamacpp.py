@@ -7,6 +7,7 @@ cache has none (minutes, once).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -66,6 +67,8 @@ def test_live_run_completes_with_valid_results(live_run):
     run = json.loads((results / "run.json").read_text())
     assert run["engine"]["launcher"] == "process" and "--jinja" in run["engine"]["flags"]
     assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    template = ROOT / "engines" / "templates" / "gemma3-tools.jinja"
+    assert run["model"]["chat_template_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()
     assert sum(run["counts"].values()) == len(records)
 
 

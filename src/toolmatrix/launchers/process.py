@@ -222,6 +222,7 @@ class ProcessLauncher:
         return installed.read_text().split() if installed.is_file() else None
 
     def weights_info(self) -> dict[str, Any]:
+        """Which weights the engine loaded and their SHA-256 (a local file has no revision: its hash pins it)."""
         if self.weights is None:
             return {"weights": None, "weights_sha256": None}
         if self.weights.is_file():
