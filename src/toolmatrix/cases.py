@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
+from toolmatrix import features
 from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 SCHEMA = "cases.schema.json"
@@ -105,11 +106,11 @@ class Case:
         if self.tool_choice_kind != "auto":
             found.add(f"tool_choice.{self.tool_choice_kind}")
         if len(self.expect.calls) > 1:
-            found.add("parallel_calls")
+            found.add(features.PARALLEL_CALLS)
         if self.options.get("parallel_tool_calls") is False:
-            found.add("parallel_tool_calls.false")
+            found.add(features.PARALLEL_TOOL_CALLS_FALSE)
         if self.followup is not None:
-            found.add("multi_turn")
+            found.add(features.MULTI_TURN)
         return frozenset(found)
 
 

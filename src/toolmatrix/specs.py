@@ -16,6 +16,8 @@ import attrs
 import jsonschema
 import yaml
 
+from toolmatrix.features import fill_vocabulary
+
 JsonPath = tuple[str | int, ...]
 
 
@@ -106,8 +108,8 @@ def read_yaml(path: Path) -> YamlDoc:
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    """A JSON Schema shipped in ``toolmatrix/schemas/``."""
-    return json.loads(resources.files("toolmatrix.schemas").joinpath(name).read_text(encoding="utf-8"))
+    """A JSON Schema shipped in ``toolmatrix/schemas/``, with the feature vocabulary filled in."""
+    return fill_vocabulary(json.loads(resources.files("toolmatrix.schemas").joinpath(name).read_text(encoding="utf-8")))
 
 
 @cache

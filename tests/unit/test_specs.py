@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.cases import load_cases
+from toolmatrix.checks import CHECKS
+from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
 from toolmatrix.registry import ANY_FAMILY, data_root, load_engines, load_models, load_registry, resolve_model
 from toolmatrix.specs import SpecErrors, load_schema
@@ -68,11 +71,23 @@ def test_families_an_engine_cannot_serve_are_explained(engine_id):
         assert (reason is None) == (served or (ANY_FAMILY not in engine.cannot_serve and model.family not in engine.cannot_serve))
 
 
-def test_feature_names_agree_between_the_two_schemas():
+def test_one_feature_vocabulary_fills_every_schema_and_names_real_checks():
     engine_features = load_schema("engine.schema.json")["$defs"]["feature"]["enum"]
     model_features = load_schema("models.schema.json")["properties"]["models"]["additionalProperties"]["properties"][
         "unsupported"]["propertyNames"]["enum"]
-    assert engine_features == model_features
+    assert engine_features == model_features == list(FEATURES)
+    assert set(CHECK_GAPS) <= {c.name for c in CHECKS}  # a declared check gap names a registered check
+    # Every feature a case can exercise is one of them; "streaming" (never derived from a case) is gone.
+    cases = load_cases([data_root() / "cases"])
+    assert set().union(*(c.features for c in cases)) <= set(CASE_FEATURES) and "streaming" not in FEATURES
+
+
+def test_a_declared_gap_outside_the_vocabulary_is_a_spec_error(copy):
+    path = copy / "engines" / "ollama.yaml"
+    edit(path, "  tool_choice.none:", "  streaming:")
+    line = path.read_text().splitlines().index("unsupported:") + 1  # the mapping whose key is unknown
+    (problem,) = errors(copy, load_engines)
+    assert problem == f'{path}:{line}: ollama: $.unsupported: enum failed (got "streaming")'
 
 
 def test_pair_gaps_merge_model_and_engine_reasons():
