@@ -4,6 +4,7 @@ pull-and-capabilities sequence, Dynamo's model registration)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import threading
@@ -187,8 +188,9 @@ def quiet_environment(monkeypatch, tmp_path):
 
 def launcher(engine_id: str, model_id: str, client: FakeClient, tmp_path, **kwargs: Any) -> DockerLauncher:
     engine = kwargs.pop("engine", ENGINES[engine_id])
+    model = kwargs.pop("model", MODELS[model_id])
     lines: list[str] = []
-    made = DockerLauncher(engine, MODELS[model_id], slots=2, run_id="run-1", client=client, log_dir=tmp_path,
+    made = DockerLauncher(engine, model, slots=2, run_id="run-1", client=client, log_dir=tmp_path,
                           log=lines.append, **kwargs)
     made.lines = lines
     return made
@@ -271,9 +273,13 @@ def test_cpu_variant_asks_for_no_gpu_and_mounts_the_local_gguf(stand_in, tmp_pat
     weights = tmp_path / "cache" / "weights"
     weights.mkdir(parents=True)
     (weights / "gemma-3-270m-q4_k_m.gguf").write_bytes(b"GGUF")
+    # A stand-in GGUF, pinned as such: the launcher hands an engine only the file whose hash models.yaml pins.
+    model = MODELS["gemma3-270m"]
+    stand_in_gguf = {**model.weights["gguf"], "sha256": hashlib.sha256(b"GGUF").hexdigest()}
+    model = attrs.evolve(model, weights={**model.weights, "gguf": stand_in_gguf})
     server = stand_in({("GET", "/health"): ok()})
     client = FakeClient(images=("ghcr.io/ggml-org/llama.cpp:server-b10644",))
-    made = launcher("llamacpp", "gemma3-270m", client, tmp_path, variant="cpu")
+    made = launcher("llamacpp", "gemma3-270m", client, tmp_path, variant="cpu", model=model)
     made.start()
     kwargs = client.run_kwargs()
     assert kwargs["image"] == "ghcr.io/ggml-org/llama.cpp:server-b10644" and "device_requests" not in kwargs
