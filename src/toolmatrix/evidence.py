@@ -27,6 +27,7 @@ import attrs
 
 from toolmatrix.cases import Case
 from toolmatrix.client import HTTPError, HttpClient
+from toolmatrix.exchange import Message
 from toolmatrix.formats import Family
 from toolmatrix.registry import EvidenceSpec
 from toolmatrix.results import Evidence, EvidenceStatus, TemplateFinding
@@ -191,8 +192,11 @@ class Witness:
     template: tuple[str, str] | None = None  # (where it came from, the reference template's text)
     special_tokens: Mapping[str, str] = attrs.field(factory=dict)  # what the template reads: bos_token, ...
 
-    def obtain(self, case: Case, body: dict) -> Evidence:
-        """Never raises on what the engine says: a failed request is ``unavailable`` with the reason."""
+    def obtain(self, case: Case, body: dict, answer: Message | None) -> Evidence:
+        """The model's own words for ``body`` (whose chat answer was ``answer``). Never raises on what the engine
+        says: a failed request is ``unavailable`` with the reason. The render is always asked (it is cheap, and
+        compared with the reference template); the raw completion, a whole generation, only where it could be
+        compared with the chat answer (else ``not_comparable``)."""
         spec = self.spec
         if spec.render is None or spec.complete is None:
             return Evidence(EvidenceStatus.UNAVAILABLE, spec.unavailable or "no render or completion protocol")
@@ -200,20 +204,31 @@ class Witness:
         chat = {k: v for k, v in body.items() if k != "stream"}
         try:
             rendered = RENDERERS[spec.render](self.http, chat)
+        except EvidenceError as exc:
+            return Evidence(EvidenceStatus.UNAVAILABLE, f"the engine did not tell: {exc}", method)
+        template, note = self._template(rendered.text, chat)  # a render is cheap: compared in every case
+        found = Evidence(EvidenceStatus.OBTAINED, note, method, hashlib.sha256(rendered.text.encode()).hexdigest(),
+                         template=template)
+        why = constraint(spec, case)
+        if why is None and "calls" in spec.constrained and answer is not None and (
+                answer.tool_calls or any(o in (answer.content or "") for o in self.family.call_openers)):
+            why = ("the chat answer holds a call, which this engine constrains with a grammar from its first "
+                   "marker on; its completion endpoint is not told that grammar")
+        if why:  # no raw completion: it would cost a whole generation and could not be compared
+            return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why)
+        try:
             raw = COMPLETERS[spec.complete](self.http, str(body.get("model")), rendered.prompt,
                                             {**sampling(body), **spec.completion_options})
         except EvidenceError as exc:
-            return Evidence(EvidenceStatus.UNAVAILABLE, f"the engine did not tell: {exc}", method)
+            return attrs.evolve(found, status=EvidenceStatus.UNAVAILABLE, reason=f"the engine did not tell: {exc}")
         parsed = self.family.parse(raw, list(case.tools))
-        template, note = self._template(rendered.text, chat)
-        found = Evidence(
-            EvidenceStatus.OBTAINED, note, method, hashlib.sha256(rendered.text.encode()).hexdigest(), raw,
-            [{"name": c.name, "arguments": c.arguments} for c in parsed.calls], template)
-        why = constraint(spec, case)
-        if why is None and "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):
+        calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
+        found = attrs.evolve(found, raw_text=raw, calls=calls)
+        if "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):
             why = ("this engine constrains a call with a grammar from its first marker on, which its completion "
                    "endpoint is not told; the raw text holds a call")
-        return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why) if why else found
+            return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why)
+        return found
 
     def _template(self, engine_text: str, body: dict) -> tuple[TemplateFinding | None, str]:
         """The render beside the reference, or None and why it was not compared."""

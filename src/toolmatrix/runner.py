@@ -14,7 +14,7 @@ import openai
 from toolmatrix import client as http
 from toolmatrix.cases import Case
 from toolmatrix.checks import CheckInput, judge, run_checks
-from toolmatrix.exchange import Exchange, Mode
+from toolmatrix.exchange import Exchange, Message, Mode
 from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
 from toolmatrix.evidence import Witness
@@ -125,7 +125,7 @@ class Runner:
         decision = judge(checks, self.unsupported, case.features)
         evidence, blamed_by, wire_blame = None, None, None
         if self._wants_evidence(decision.verdict):
-            evidence = self._evidence(case, body)
+            evidence = self._evidence(case, body, message)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
                 wire_blame = decision.blame if decided else None
@@ -145,9 +145,9 @@ class Runner:
             return False
         return self.evidence_mode is EvidenceMode.ALL or verdict is not Verdict.PASS
 
-    def _evidence(self, case: Case, body: dict) -> Evidence:
+    def _evidence(self, case: Case, body: dict, answer: Message | None) -> Evidence:
         if case.id not in self.evidence:
-            self.evidence[case.id] = self.witness.obtain(case, body)
+            self.evidence[case.id] = self.witness.obtain(case, body, answer)
         return self.evidence[case.id]
 
     def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:

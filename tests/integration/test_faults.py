@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from toolmatrix.cases import load_cases
@@ -276,4 +277,18 @@ def test_an_engine_without_protocols_gets_unavailable_not_a_guess(witnessed):
                       get_family("hermes"))
     record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(CASES["single"], "nonstream")
     assert record.evidence.status == "unavailable" and record.evidence.reason == "no raw completion endpoint"
+    assert (record.blame, record.blamed_by) == ("model", "wire")
+
+
+def test_a_call_under_a_lazy_grammar_is_not_comparable_and_costs_no_generation(witnessed):
+    """llama-server constrains a call with a grammar its /completion is not told: no raw completion is asked."""
+    witnessed.script.reply = Reply(calls=WRONG_CITY)
+    target = Target(witnessed.base_url, "fake", timeout_s=5)
+    spec = attrs.evolve(LLAMACPP_PROTOCOLS, constrained=("calls",))
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    before = len(witnessed.raw_requests)
+    record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(CASES["single"], "nonstream")
+    assert record.evidence.status == "not_comparable" and "grammar" in record.evidence.reason
+    assert record.evidence.raw_text is None and record.evidence.template.same  # the render is still compared
+    assert len(witnessed.raw_requests) == before + 1  # the render only
     assert (record.blame, record.blamed_by) == ("model", "wire")
