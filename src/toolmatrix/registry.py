@@ -49,6 +49,11 @@ class ReadinessStep:
     why: str = ""
 
 
+def given(data: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """The fields of ``names`` that a spec sets: the others keep the default their class states (once)."""
+    return {name: data[name] for name in names if name in data}
+
+
 @attrs.frozen
 class DockerSpec:
     """How the docker launcher starts an engine: image, command template, GPU/IPC/shm, caches, environment."""
@@ -78,14 +83,12 @@ class DockerSpec:
         return cls(
             image=data["image"],
             command=tuple(data["command"]),
-            pull=data.get("pull", True),
+            **given(data, "pull", "models_dir", "gpus"),
             build=data.get("build"),
             entrypoint=tuple(entrypoint) if entrypoint is not None else None,
             weights_args={form: tuple(args) for form, args in data.get("weights_args", {}).items()},
-            models_dir=data.get("models_dir", "/models"),
             chat_template_args=tuple(template_args) if template_args is not None else None,
             bundled_templates=data.get("bundled_templates"),
-            gpus=data.get("gpus", "none"),
             ipc=data.get("ipc"),
             shm_size=data.get("shm_size"),
             ulimits=dict(data.get("ulimits", {})),
@@ -119,6 +122,37 @@ class WeightsSource:
 
 
 @attrs.frozen
+class VenvSpec:
+    """A Python engine's own virtual environment (``process.venv``)."""
+
+    package: str  # the distribution that is the engine (its version is the engine's when the server does not tell)
+    steps: tuple[tuple[str, ...], ...]  # pip install arguments, one tuple per pip command, in order
+    remove: tuple[str, ...] = ()  # uninstalled afterwards
+    env: Mapping[str, str] = attrs.field(factory=dict)  # environment for the install
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VenvSpec:
+        return cls(data["package"], tuple(tuple(step) for step in data["steps"]), tuple(data.get("remove", ())),
+                   dict(data.get("env", {})))
+
+
+@attrs.frozen
+class ProcessSpec:
+    """The process launcher's part of an engine spec (``process:``): a local binary and its arguments."""
+
+    binary: str
+    args: tuple[str, ...]
+    install: str | None = None  # script under toolmatrix/data that builds the binary when it is missing
+    venv: VenvSpec | None = None  # or: a Python engine installed into its own environment
+    env: Mapping[str, str] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProcessSpec:
+        return cls(data["binary"], tuple(data["args"]), data.get("install"),
+                   VenvSpec.from_dict(data["venv"]) if "venv" in data else None, dict(data.get("env", {})))
+
+
+@attrs.frozen
 class EvidenceSpec:
     """How an engine tells what the model wrote (``evidence:``; the protocols are in toolmatrix.evidence)."""
 
@@ -138,18 +172,18 @@ class EvidenceSpec:
                    tuple(data.get("constrained", ())), dict(data.get("completion_options", {})))
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class EngineSpec:
     id: str
     title: str
     port: int
     readiness_path: str
-    readiness_timeout_s: float
-    api_prefix: str
+    readiness_timeout_s: float = 300.0  # each default stated here only: the schema and from_dict leave it out
+    api_prefix: str = "/v1"
     version_probe: Mapping[str, str] | None
-    process: Mapping[str, Any] | None
+    process: ProcessSpec | None
     family_args: Mapping[str, tuple[str, ...]]
-    weights_kind: str
+    weights_kind: str = "hf"
     unsupported: Mapping[str, str]
     source: Path
     readiness_steps: tuple[ReadinessStep, ...] = ()
@@ -167,20 +201,17 @@ class EngineSpec:
             title=data["title"],
             port=data["port"],
             readiness_path=data["readiness"]["path"],
-            readiness_timeout_s=data["readiness"].get("timeout_s", 300),
-            api_prefix=data.get("api_prefix", "/v1"),
+            **given(data, "api_prefix", "weights_kind", "served_model", "notes"),
+            **({"readiness_timeout_s": data["readiness"]["timeout_s"]} if "timeout_s" in data["readiness"] else {}),
             version_probe=data.get("version_probe"),
-            process=data.get("process"),
+            process=ProcessSpec.from_dict(data["process"]) if "process" in data else None,
             family_args={k: tuple(v) for k, v in data.get("family_args", {}).items()},
-            weights_kind=data.get("weights_kind", "hf"),
             unsupported=dict(data.get("unsupported", {})),
             source=source,
             readiness_steps=tuple(ReadinessStep(**step) for step in data["readiness"].get("then", ())),
             docker=DockerSpec.from_dict(data["docker"]) if "docker" in data else None,
             cannot_serve=dict(data.get("cannot_serve", {})),
             reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
-            served_model=data.get("served_model", "{served_name}"),
-            notes=data.get("notes", ""),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 

@@ -33,7 +33,7 @@ def local_gguf(monkeypatch, tmp_path):
 def test_a_json_argument_renders_as_written_in_both_launchers(local_gguf):
     """The process launcher used str.format: a JSON argument crashed it while docker accepted it."""
     engine, model = load_engines()["llamacpp"], load_models()["gemma3-270m"]
-    process = attrs.evolve(engine, process={**engine.process, "args": [*engine.process["args"], "--kv", JSON_ARG]})
+    process = attrs.evolve(engine, process=attrs.evolve(engine.process, args=(*engine.process.args, "--kv", JSON_ARG)))
     argv = ProcessLauncher(process, model).command(8080, fetch=False)
     assert argv[-2:] == ["--kv", '{"a": 1, "b": {"c": "8080"}}']
     docker = attrs.evolve(engine, docker=attrs.evolve(engine.docker, command=(*engine.docker.command, "--kv", JSON_ARG)))

@@ -45,7 +45,7 @@ def test_embedded_default_is_unchanged():
     assert model.chat_template == data_root() / "engines" / "templates" / "gemma3-tools.jinja"
     assert model.request_defaults == {"max_tokens": 100} and len(model.prelude) == 6
     engine = ENGINES["llamacpp"]
-    assert engine.process["binary"] == "llama-server" and "--jinja" in engine.process["args"]
+    assert engine.process.binary == "llama-server" and "--jinja" in engine.process.args
     assert engine.readiness_path == "/health" and engine.weights_kind == "gguf"
 
 

@@ -58,11 +58,11 @@ def binary_override_var(engine_id: str) -> str:
 
 
 def find_binary(engine: EngineSpec) -> Path | None:
-    name = engine.process["binary"]
+    name = engine.process.binary
     override = os.environ.get(binary_override_var(engine.id))
     if override:
         return Path(override)
-    if "venv" in engine.process:  # complete only once every install step has run
+    if engine.process.venv:  # complete only once every install step has run
         return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
     if cached.is_file():
@@ -76,32 +76,32 @@ INSTALLED = "toolmatrix-installed"
 
 def install_venv(engine: EngineSpec) -> Path:
     """Create the engine's virtual environment from the pip steps of its spec (process.venv)."""
-    spec, venv = engine.process["venv"], venv_dir(engine)
+    spec, venv = engine.process.venv, venv_dir(engine)
     print(f"toolmatrix: installing {engine.title} into {venv} (once)", file=sys.stderr, flush=True)
     pip = [str(venv_bin(engine, "python")), "-m", "pip", "--disable-pip-version-check"]
     commands = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
-    commands += [[*pip, "install", *step] for step in spec["steps"]]
-    if spec.get("remove"):
-        commands.append([*pip, "uninstall", "-y", *spec["remove"]])
-    env = {**os.environ, **spec.get("env", {})}
+    commands += [[*pip, "install", *step] for step in spec.steps]
+    if spec.remove:
+        commands.append([*pip, "uninstall", "-y", *spec.remove])
+    env = {**os.environ, **spec.env}
     for command in commands:
         result = subprocess.run(command, stdout=sys.stderr, env=env)
         if result.returncode != 0:
             raise LaunchError(f"installing {engine.id} failed (exit {result.returncode}): {shlex.join(command)}")
     freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
     (venv / INSTALLED).write_text(freeze)  # also what run.json reports as the engine's exact versions
-    return venv_bin(engine, engine.process["binary"])
+    return venv_bin(engine, engine.process.binary)
 
 
 def install_binary(engine: EngineSpec) -> Path:
     """Build or install the engine into the cache: its venv steps, or its install script (llama-server)."""
-    if "venv" in engine.process:
+    if engine.process.venv:
         return install_venv(engine)
-    script = engine.process.get("install")
+    script = engine.process.install
     if not script:
-        raise LaunchError(f"{engine.process['binary']} not found (set {binary_override_var(engine.id)} or put it on PATH)")
+        raise LaunchError(f"{engine.process.binary} not found (set {binary_override_var(engine.id)} or put it on PATH)")
     path = resources.files("toolmatrix.data").joinpath(script)
-    print(f"toolmatrix: {engine.process['binary']} not found; building it with {script} (a few minutes, once)",
+    print(f"toolmatrix: {engine.process.binary} not found; building it with {script} (a few minutes, once)",
           file=sys.stderr, flush=True)
     with resources.as_file(path) as script_path:
         result = subprocess.run(["bash", str(script_path), str(cache_dir() / "bin")], stdout=sys.stderr)
@@ -128,7 +128,7 @@ class ProcessLauncher:
     def command(self, port: int, fetch: bool = True) -> list[str]:
         """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
         source = self.model.weights_source(self.engine.weights_kind)
-        python = venv_bin(self.engine, "python") if "venv" in self.engine.process else None
+        python = venv_bin(self.engine, "python") if self.engine.process.venv else None
         try:
             self.weights = local_weights(self.model, source, fetch, python) if source else None
         except WeightsError as exc:
@@ -140,11 +140,11 @@ class ProcessLauncher:
             "last_cpu": str((os.cpu_count() or 1) - 1),
         }
         # An argument that renders empty goes with its flag (no chat template: no --chat-template-file).
-        return render_args([*self.engine.process["args"], *self.engine.tool_args(self.model)], self.values)
+        return render_args([*self.engine.process.args, *self.engine.tool_args(self.model)], self.values)
 
     def spec_env(self) -> dict[str, str]:
         """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
-        return {name: render(value, self.values) for name, value in self.engine.process.get("env", {}).items()}
+        return {name: render(value, self.values) for name, value in self.engine.process.env.items()}
 
     def served_model(self) -> str:
         """The model name requests must carry (``command`` fills in the values)."""
@@ -206,8 +206,8 @@ class ProcessLauncher:
 
     def package_version(self) -> str | None:
         """The installed version of the package that is the engine (for servers that do not tell theirs)."""
-        venv = self.engine.process.get("venv")
-        wanted = venv["package"].lower().replace("_", "-") if venv else None
+        venv = self.engine.process.venv
+        wanted = venv.package.lower().replace("_", "-") if venv else None
         for line in self.packages() or ():
             name, _, version = line.partition("==")
             if name.lower().replace("_", "-") == wanted:
@@ -216,7 +216,7 @@ class ProcessLauncher:
 
     def packages(self) -> list[str] | None:
         """Exact versions of a Python engine's environment (pip freeze at install time)."""
-        if "venv" not in self.engine.process:
+        if self.engine.process.venv is None:
             return None
         installed = venv_dir(self.engine) / INSTALLED
         return installed.read_text().split() if installed.is_file() else None
