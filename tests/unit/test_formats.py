@@ -3,7 +3,6 @@ markers, value typing from tool schemas, and the families data file."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolmatrix.formats import FamiliesError, Family, ParsedCall, ParseResult, all_families, get_family, load_families
-from toolmatrix.formats._families import FAMILIES_PATH, SCHEMA_PATH
+from toolmatrix.formats._families import FAMILIES_PATH
+from toolmatrix.specs import load_schema
 
 REQUIRED_IDS = (
     "hermes", "qwen3_coder", "llama3_json", "pythonic", "llama4", "mistral_v3", "mistral_v11", "harmony",
@@ -611,7 +611,7 @@ def test_gemma4_bare_values_are_typed():
 
 
 def test_families_file_validates_against_its_schema():
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = load_schema("families.schema.json")
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(FAMILIES_PATH.read_text(encoding="utf-8")))
     assert load_families(FAMILIES_PATH) == all_families()
@@ -667,8 +667,7 @@ def test_a_broken_file_names_file_line_family_and_field(tmp_path, old, new, at, 
     with pytest.raises(FamiliesError) as caught:
         load_families(path)
     (problem,) = caught.value.problems
-    assert problem.startswith(f"{path}:{line_of(path, at)}: {field}: ")
-    assert f"(family {family!r})" in problem
+    assert problem.startswith(f"{path}:{line_of(path, at)}: {family}: {field}: ")  # as every spec error reads
     assert says in problem
 
 
@@ -678,7 +677,7 @@ def test_every_problem_is_reported_at_once(tmp_path):
         load_families(path)
     assert len(caught.value.problems) == 2
     assert "$.families[16].title: '' " in str(caught.value)  # jsonschema's wording varies by version
-    assert "$.families[13].id: duplicate id 'glm45' (family 'glm45')" in str(caught.value)
+    assert "glm45: $.families[13].id: duplicate id 'glm45'" in str(caught.value)
 
 
 def test_unreadable_yaml_names_the_file(tmp_path):

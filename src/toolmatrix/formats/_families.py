@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
 import attrs
-import jsonschema
-import yaml
+
+from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 from ._model import ParseResult
 from ._parsers import PARSERS
 
 FAMILIES_PATH = Path(__file__).with_name("families.yaml")
-SCHEMA_PATH = Path(__file__).with_name("families.schema.json")
 
 _MIN_PARTIAL = 5
 """Shorter opener prefixes (`<too`) are too common in ordinary text to mean a held-back call."""
 
 
 class FamiliesError(ValueError):
-    """`families.yaml` is invalid; `problems` holds one `path:line: $.json_path: message` per problem."""
+    """`families.yaml` is invalid; `problems` holds one `file:line: family: $.json_path: message` per problem."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("invalid families file:\n" + "\n".join(problems))
@@ -79,17 +77,15 @@ class Family:
 
 def load_families(path: Path | str = FAMILIES_PATH) -> tuple[Family, ...]:
     """Load and validate a families file; raises `FamiliesError` listing every problem."""
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        data, root = yaml.safe_load(text), yaml.compose(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise FamiliesError([f"{path}: {' '.join(str(error).split())}"]) from error
-    problems = [_problem(path, root, data, list(e.absolute_path), e.message) for e in _validator().iter_errors(data)]
-    problems += _cross_problems(path, root, data)
-    if problems:
-        raise FamiliesError(problems)
-    return tuple(_family(entry) for entry in data["families"])
+        doc = read_yaml(Path(path))
+    except SpecErrors as exc:
+        raise FamiliesError([str(e) for e in exc.errors]) from None
+    errors = schema_errors(doc, "families.schema.json", where_of=lambda p: _family_id(doc.data, p))
+    errors += _cross_problems(doc)
+    if errors:
+        raise FamiliesError([str(e) for e in errors])
+    return tuple(_family(entry) for entry in doc.data["families"])
 
 
 def get_family(family_id: str) -> Family:
@@ -104,12 +100,6 @@ def all_families() -> tuple[Family, ...]:
     return load_families()
 
 
-@functools.cache
-def _validator() -> jsonschema.protocols.Validator:
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return jsonschema.validators.validator_for(schema)(schema)
-
-
 def _family(entry: dict[str, Any]) -> Family:
     return Family(
         id=entry["id"],
@@ -122,47 +112,24 @@ def _family(entry: dict[str, Any]) -> Family:
     )
 
 
-def _cross_problems(path: Path, root: yaml.Node, data: dict) -> list[str]:
+def _cross_problems(doc: YamlDoc) -> list[SpecError]:
     """What the schema cannot say: unique ids, parsers that exist (on whatever entries are readable)."""
-    families = data.get("families") if isinstance(data, dict) else None
+    families = doc.data.get("families") if isinstance(doc.data, dict) else None
     problems, seen = [], set()
     for index, entry in enumerate(families if isinstance(families, list) else []):
         family_id, parser = (entry.get("id"), entry.get("parser")) if isinstance(entry, dict) else (None, None)
+        where = family_id if isinstance(family_id, str) else ""
         if isinstance(family_id, str) and family_id in seen:
-            problems.append(_problem(path, root, data, ["families", index, "id"], f"duplicate id {family_id!r}"))
+            problems.append(doc.error(("families", index, "id"), f"duplicate id {family_id!r}", where))
         seen.add(family_id)
         if isinstance(parser, str) and parser not in PARSERS:
             message = f"unknown parser {parser!r}; known: {', '.join(sorted(PARSERS))}"
-            problems.append(_problem(path, root, data, ["families", index, "parser"], message))
+            problems.append(doc.error(("families", index, "parser"), message, where))
     return problems
 
 
-def _problem(path: Path, root: yaml.Node, data: Any, where: list, message: str) -> str:
-    """`file:line: $.json_path: message (family 'id')`."""
-    json_path = "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in where)
-    family = _family_id(data, where)
-    suffix = f" (family {family!r})" if family else ""
-    return f"{path}:{_line(root, where)}: {json_path}: {message}{suffix}"
-
-
-def _family_id(data: Any, where: list) -> str | None:
+def _family_id(data: Any, where: tuple) -> str:
     if len(where) < 2 or where[0] != "families" or not isinstance(data, dict):
-        return None
+        return ""
     entry = data["families"][where[1]]
-    return entry.get("id") if isinstance(entry, dict) and isinstance(entry.get("id"), str) else None
-
-
-def _line(node: yaml.Node | None, where: list) -> int:
-    """1-based line of the deepest node along `where` that exists."""
-    line = node.start_mark.line + 1 if node else 1
-    for part in where:
-        if isinstance(node, yaml.MappingNode):
-            node = next((value for key, value in node.value if key.value == part), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-        else:
-            node = None
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-    return line
+    return entry.get("id") if isinstance(entry, dict) and isinstance(entry.get("id"), str) else ""
