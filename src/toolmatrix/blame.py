@@ -13,7 +13,7 @@ import json
 
 import attrs
 
-from toolmatrix.checks import CheckInput, run_checks
+from toolmatrix.checks import CheckInput, leaked_markers, run_checks
 from toolmatrix.exchange import Exchange
 from toolmatrix.formats import Family, ParseResult
 from toolmatrix.results import Blame, CheckResult, Evidence
@@ -46,7 +46,10 @@ def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -
     """The checks with their blames decided by the evidence, and whether any content check was decided so."""
     parsed = inputs.family.parse(evidence.raw_text or "", list(inputs.case.tools))
     said = model_answer(parsed, inputs.family, inputs.exchange.request)
-    theirs = {r.name: r for r in run_checks(CheckInput(inputs.case, said, inputs.family, inputs.expect))}
+    own = CheckInput(inputs.case, said, inputs.family, inputs.expect)
+    theirs = {r.name: r for r in run_checks(own)}
+    # A marker the engine's answer leaks that the model's own text does not is the engine's, whatever else leaks.
+    engine_made = {m for _, m in leaked_markers(inputs)} - {m for _, m in leaked_markers(own)}
     rendered_differently = evidence.template is not None and not evidence.template.same
     out, decided = [], False
     for check in checks:
@@ -55,12 +58,16 @@ def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -
             continue
         decided = True
         malformed = bool(parsed.errors) and check.name in MALFORMED_CALL_CHECKS
-        if theirs[check.name].failed or malformed:
+        made_here = check.name == "no_marker_leak" and bool(engine_made)
+        if (theirs[check.name].failed or malformed) and not made_here:
             blame = Blame.TEMPLATE if rendered_differently else Blame.MODEL
             why = ("the model's own text holds a call it did not finish or that cannot be read" if malformed else
                    "the model's own text fails the same way")
             if rendered_differently:
                 why += ", and the engine rendered its prompt differently from the reference template"
+        elif made_here:
+            blame = Blame.ENGINE
+            why = f"the model's own text holds none of {sorted(engine_made)} (it wrote {_said(evidence)})"
         else:
             blame = Blame.ENGINE
             why = f"the model's own text passes this check (it wrote {_said(evidence)}); the engine changed it"

@@ -281,19 +281,27 @@ def check_no_unparsed_call(ev: CheckInput) -> Finding:
     return passed()
 
 
-@check("MARKER_LEAK")
-def check_no_marker_leak(ev: CheckInput) -> Finding:
-    """MARKER_LEAK: a native marker of the family (or a held-back prefix) reached content, reasoning, names or args."""
+def leaked_markers(ev: CheckInput) -> list[tuple[str, str]]:
+    """``(field, marker)`` for every native marker (or held-back opener prefix) in the answer, by field order."""
     message = ev.message
     if message is None:
-        return skipped("no answer")
+        return []
     fields = [("content", message.content)]
     fields += [(f"name of call {i}", c.name if isinstance(c.name, str) else None) for i, c in enumerate(message.tool_calls)]
     fields += [(f"arguments of {c.name}", c.arguments if isinstance(c.arguments, str) else None) for c in message.tool_calls]
     openers = set(ev.family.call_openers)
     leaks = [(f, m) for f, t in fields for m in _leaks(ev, t)]
     # Reasoning may quote anything; only a call opener there means a call was swallowed.
-    leaks += [("reasoning", m) for m in _leaks(ev, message.reasoning) if m in openers]
+    return leaks + [("reasoning", m) for m in _leaks(ev, message.reasoning) if m in openers]
+
+
+@check("MARKER_LEAK")
+def check_no_marker_leak(ev: CheckInput) -> Finding:
+    """MARKER_LEAK: a native marker of the family (or a held-back prefix) reached content, reasoning, names or args."""
+    message = ev.message
+    if message is None:
+        return skipped("no answer")
+    leaks = leaked_markers(ev)
     if not leaks:
         return passed()
     field, marker = leaks[0]

@@ -51,7 +51,7 @@ def smoke_run(request, tmp_path_factory):
     results = tmp_path_factory.mktemp(engine_id)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
                str(ROOT / "pyproject.toml"), f"--engine={engine_id}", "--model=gemma3-270m", "-n", "2",
-               "-k", SMOKE, "--results-dir", str(results), "--no-matrix"]
+               "-k", SMOKE, "--results-dir", str(results), "--no-matrix", "--evidence", "all"]
     proc = subprocess.run(command, cwd=results.parent, capture_output=True, text=True, timeout=1800)
     return engine_id, proc, results
 
@@ -85,6 +85,22 @@ def test_engine_parses_a_real_tool_call(smoke_run):
     _, _, results = smoke_run
     answers = {r.case_id: called_tools(r) for r in read_records(results) if r.mode == "nonstream"}
     assert any("get_weather" in calls for calls in answers.values()), answers
+
+
+def test_evidence_where_the_engine_can_tell_and_why_not_where_it_cannot(smoke_run):
+    """--evidence all: every answered record asks the engine for the model's own words."""
+    engine_id, _, results = smoke_run
+    asked = [r for r in read_records(results) if r.evidence is not None]
+    assert asked
+    spec = ENGINES[engine_id].evidence
+    if spec.unavailable:  # transformers serve, llama-cpp-python: no render endpoint
+        assert {(r.evidence.status, r.evidence.reason) for r in asked} == {("unavailable", spec.unavailable)}
+        return
+    assert {r.evidence.status for r in asked} <= {"obtained", "not_comparable"}, [r.evidence for r in asked]
+    obtained = [r for r in asked if r.evidence.status == "obtained"]
+    assert obtained and all(r.evidence.raw_text is not None and len(r.evidence.prompt_sha256) == 64 for r in obtained)
+    # The engine's render beside the shipped template rendered by transformers (BOS normalised).
+    assert all(r.evidence.template is not None for r in obtained)
 
 
 def test_no_engine_left_after_the_run(smoke_run):
