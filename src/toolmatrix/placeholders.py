@@ -32,6 +32,11 @@ def render(template: str, values: Mapping[str, str]) -> str:
     return PLACEHOLDER.sub(fill, template)
 
 
+def names_in(texts: Iterable[str]) -> set[str]:
+    """The placeholder names the texts use."""
+    return {name for text in texts for name in PLACEHOLDER.findall(text)}
+
+
 def render_args(template: Iterable[str], values: Mapping[str, str],
                 splices: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Render an argument template. An item named in ``splices`` becomes that list; an argument that renders

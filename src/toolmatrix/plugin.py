@@ -35,7 +35,6 @@ from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Pos
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.summary import summary_table
-from toolmatrix.weights import sha256_of
 from toolmatrix.specs import SpecErrors
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
@@ -179,8 +178,8 @@ class RunState:
             "model": {"id": self.model.id, "family": self.model.family, "served_name": self.model.served_name,
                       "weights": weights.get("weights"), "weights_sha256": weights.get("weights_sha256"),
                       "revision": weights.get("revision"),
-                      "chat_template": str(self.model.chat_template) if self.model.chat_template else None,
-                      "chat_template_sha256": sha256_of(self.model.chat_template) if self.model.chat_template else None},
+                      "chat_template": weights.get("chat_template"),  # the file the launcher handed the engine
+                      "chat_template_sha256": weights.get("chat_template_sha256")},
             "hardware": hardware(),
             "started": self.started.isoformat(),
             "finished": finished.isoformat() if finished else None,

@@ -100,10 +100,28 @@ def local_weights(model: ModelSpec, source: WeightsSource, fetch: bool, python: 
     return path
 
 
+def chat_template_info(model: ModelSpec, source: WeightsSource | None, passed: bool,
+                       bundled: str | None = None) -> dict[str, str | None]:
+    """run.json's ``chat_template`` and ``chat_template_sha256``: the template the engine renders with.
+
+    Ours reaches the engine when it is ``passed`` as a file or written into a folder converted from the GGUF
+    (gguf-to-hf.py puts it there); a template ``bundled`` in an image is named, not hashed (the image digest pins
+    it); None where the engine reads no template file.
+    """
+    if bundled:
+        return {"chat_template": bundled, "chat_template_sha256": None}
+    converted = source is not None and source.from_gguf
+    template = model.chat_template if passed or converted else None
+    return {"chat_template": str(template) if template else None,
+            "chat_template_sha256": sha256_of(template) if template else None}
+
+
 def sha256_of(path: Path) -> str:
-    """SHA-256 of a file, remembered beside it (keyed by size and mtime) so big weights are hashed once."""
+    """SHA-256 of a file, remembered in the cache (keyed by its path, size and mtime) so big weights are hashed
+    once; a file changed in place gets a new key."""
     stat = path.stat()
-    memo = cache_dir() / "sha256" / f"{path.name}.{stat.st_size}.{int(stat.st_mtime)}"
+    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    memo = cache_dir() / "sha256" / f"{path.name}.{where}.{stat.st_size}.{stat.st_mtime_ns}"
     if memo.is_file():
         return memo.read_text().strip()
     digest = hashlib.sha256()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import attrs
 import pytest
 
 from toolmatrix.registry import load_models
-from toolmatrix.weights import WeightsError, gguf_path
+from toolmatrix.weights import WeightsError, gguf_path, sha256_of
 
 
 @pytest.fixture
@@ -36,3 +37,14 @@ def test_the_pinned_file_passes_and_a_path_source_is_checked_too(cache):
     with pytest.raises(WeightsError, match="pins 0000"):
         gguf_path(wrong)
 
+
+
+def test_the_remembered_hash_belongs_to_one_file_not_to_its_name(cache):
+    """The memo was keyed by file name, size and mtime: a different file of that name passed as the pinned one."""
+    first, second = cache / "a" / "model.gguf", cache / "b" / "model.gguf"
+    for path, data in ((first, b"GGUF pinned"), (second, b"GGUF other!")):
+        path.parent.mkdir()
+        path.write_bytes(data)
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    assert sha256_of(first) == hashlib.sha256(b"GGUF pinned").hexdigest()
+    assert sha256_of(second) == hashlib.sha256(b"GGUF other!").hexdigest()

@@ -31,7 +31,7 @@ from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.launchers.process import free_port
 from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
 from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
-from toolmatrix.weights import WeightsError, local_weights, sha256_of
+from toolmatrix.weights import WeightsError, chat_template_info, local_weights, sha256_of
 
 try:
     import docker
@@ -407,8 +407,15 @@ class DockerLauncher:
         }
 
     def weights_info(self) -> dict[str, Any]:
+        """Which weights and chat template the container got: a hub repository with its revision, or a local
+        file with its SHA-256."""
         source = self.model.weights_source(self.engine.weights_kind)
+        spec = self.engine.docker.variant(self.variant)
+        template, mounts = _template_values(self.engine, self.model, spec)
+        bundled = f"{template} (in image {spec.image})" if template and not mounts else None
+        used = chat_template_info(self.model, source, passed=bool(mounts), bundled=bundled)
         if source.form != "local":
-            return {"weights": source.ref, "weights_sha256": None, "revision": source.revision or None}
+            return {"weights": source.ref, "weights_sha256": None, "revision": source.revision or None, **used}
         path = local_weights(self.model, source, fetch=False)
-        return {"weights": str(path), "weights_sha256": sha256_of(path) if path.is_file() else None, "revision": None}
+        return {"weights": str(path), "weights_sha256": sha256_of(path) if path.is_file() else None, "revision": None,
+                **used}

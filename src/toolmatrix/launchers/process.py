@@ -22,9 +22,9 @@ from typing import Any
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
 from toolmatrix.launchers.readiness import become_ready, probe_version
-from toolmatrix.placeholders import render, render_args
-from toolmatrix.registry import EngineSpec, ModelSpec, cache_dir
-from toolmatrix.weights import WeightsError, gguf_path, local_weights, sha256_of
+from toolmatrix.placeholders import names_in, render, render_args
+from toolmatrix.registry import EngineSpec, ModelSpec, WeightsSource, cache_dir
+from toolmatrix.weights import WeightsError, chat_template_info, gguf_path, local_weights, sha256_of
 
 _PR_SET_PDEATHSIG = 1
 
@@ -222,12 +222,18 @@ class ProcessLauncher:
         return installed.read_text().split() if installed.is_file() else None
 
     def weights_info(self) -> dict[str, Any]:
-        """Which weights the engine loaded and their SHA-256 (a local file has no revision: its hash pins it)."""
+        """Which weights and chat template the engine loaded, with their SHA-256 (a local file has no revision:
+        its hash pins it)."""
+        source = self.model.weights_source(self.engine.weights_kind)
+        spec = self.engine.process
+        passed = "chat_template" in names_in([*spec.args, *spec.env.values()])
+        return {**self._weights_fingerprint(source), **chat_template_info(self.model, source, passed)}
+
+    def _weights_fingerprint(self, source: WeightsSource | None) -> dict[str, Any]:
         if self.weights is None:
             return {"weights": None, "weights_sha256": None}
         if self.weights.is_file():
             return {"weights": str(self.weights), "weights_sha256": sha256_of(self.weights)}
-        source = self.model.weights_source(self.engine.weights_kind)
         if source is not None and source.from_gguf:  # a folder converted from a GGUF: fingerprint the GGUF
             gguf = gguf_path(self.model)
             return {"weights": f"{self.weights} (converted from {gguf.name})", "weights_sha256": sha256_of(gguf)}
