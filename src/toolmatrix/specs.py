@@ -126,6 +126,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "required":
         return error.message
     value = json.dumps(error.instance, ensure_ascii=False, default=str)
+    if error.validator == "enum" and len(error.message) >= 120:  # a vocabulary: name what would do, readably
+        return f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
     if len(value) > 60:
         value = value[:57] + "..."
     return f"{error.message if len(error.message) < 120 else error.validator + ' failed'} (got {value})"

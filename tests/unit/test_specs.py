@@ -7,13 +7,16 @@ import re
 import shutil
 from pathlib import Path
 
+import attrs
 import pytest
 
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS
 from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
-from toolmatrix.registry import ANY_FAMILY, data_root, load_engines, load_models, load_registry, resolve_model
+from toolmatrix.launchers.docker import Mount
+from toolmatrix.registry import (ANY_FAMILY, DockerSpec, EngineSpec, ReadinessStep, data_root, load_engines, load_models,
+                                 load_registry, resolve_model)
 from toolmatrix.specs import SpecErrors, load_schema
 
 ENGINES, MODELS = load_registry()
@@ -82,12 +85,49 @@ def test_one_feature_vocabulary_fills_every_schema_and_names_real_checks():
     assert set().union(*(c.features for c in cases)) <= set(CASE_FEATURES) and "streaming" not in FEATURES
 
 
+# Where the engine schema's descriptions name a default, and the field that states it (the only place it is set).
+DESCRIBED_DEFAULTS = {
+    ("properties", "api_prefix"): (EngineSpec, "api_prefix"),
+    ("properties", "readiness", "properties", "timeout_s"): (EngineSpec, "readiness_timeout_s"),
+    ("$defs", "step", "properties", "method"): (ReadinessStep, "method"),
+    ("$defs", "step", "properties", "timeout_s"): (ReadinessStep, "timeout_s"),
+    ("$defs", "step", "properties", "poll"): (ReadinessStep, "poll"),
+    ("properties", "docker", "properties", "pull"): (DockerSpec, "pull"),
+    ("properties", "docker", "properties", "models_dir"): (DockerSpec, "models_dir"),
+    ("properties", "docker", "properties", "volumes", "items", "properties", "read_only"): (Mount, "read_only"),
+}
+
+
+def described_defaults(schema: object, path: tuple = ()) -> dict[tuple, str]:
+    """Every "default VALUE" that a description of the schema states, by the path of the property it describes."""
+    found = {}
+    if isinstance(schema, dict):
+        match = re.search(r"[Dd]efault (\S+?)[.)]", schema.get("description", ""))
+        if match:
+            found[path] = match.group(1)
+        for key, value in schema.items():
+            found.update(described_defaults(value, (*path, key)))
+    return found
+
+
+def test_a_default_the_schema_describes_is_the_one_its_class_states():
+    """Defaults live in the attrs classes; the schema only describes them, and must not drift from them."""
+    described = described_defaults(load_schema("engine.schema.json"))
+    assert set(described) == set(DESCRIBED_DEFAULTS)  # a newly described default gets a row here
+    for path, (cls, name) in DESCRIBED_DEFAULTS.items():
+        default = attrs.fields_dict(cls)[name].default
+        shown = str(default).lower() if isinstance(default, bool) else f"{default:g}" if isinstance(default, float) \
+            else str(default)
+        assert described[path] == shown, (path, cls.__name__, name)
+
+
 def test_a_declared_gap_outside_the_vocabulary_is_a_spec_error(copy):
     path = copy / "engines" / "ollama.yaml"
     edit(path, "  tool_choice.none:", "  streaming:")
     line = path.read_text().splitlines().index("unsupported:") + 1  # the mapping whose key is unknown
     (problem,) = errors(copy, load_engines)
-    assert problem == f'{path}:{line}: ollama: $.unsupported: enum failed (got "streaming")'
+    # The known names are listed: "enum failed" said nothing about what would do.
+    assert problem == f"{path}:{line}: ollama: $.unsupported: 'streaming' is not one of {', '.join(FEATURES)}"
 
 
 def test_pair_gaps_merge_model_and_engine_reasons():
@@ -157,7 +197,8 @@ def test_bad_readiness_step_and_unknown_feature(copy):
     feature = path.read_text().splitlines().index("unsupported:") + 1
     problems = errors(copy, load_engines)
     assert any(p.startswith(f"{path}:{step - 1}: ollama: $.readiness.then[0]: unknown field(s)") for p in problems), problems
-    assert f'{path}:{feature}: ollama: $.unsupported: enum failed (got "parallel_tool_calls.off")' in problems, problems
+    unknown = f"'parallel_tool_calls.off' is not one of {', '.join(FEATURES)}"
+    assert f'{path}:{feature}: ollama: $.unsupported: {unknown}' in problems, problems
 
 
 def test_model_fields_naming_unknown_engines_and_styles(copy):

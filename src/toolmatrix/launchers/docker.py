@@ -30,7 +30,7 @@ from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
 from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.launchers.process import free_port
 from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
-from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
+from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir, given
 from toolmatrix.weights import WeightsError, chat_template_info, local_weights, sha256_of
 
 try:
@@ -190,7 +190,7 @@ def container_config(engine: EngineSpec, model: ModelSpec, *, slots: int = 2, ru
     command += render_args(engine.tool_args(model), values)
     command += render_args(spec.chat_template_args or (), values)
     host = _host_values()
-    caches = tuple(Mount(render(v["host"], host), v["container"], v.get("read_only", False)) for v in spec.volumes)
+    caches = tuple(Mount(render(v["host"], host), v["container"], **given(v, "read_only")) for v in spec.volumes)
     return ContainerConfig(
         name=container_name(model, engine, run_id),
         image=spec.image,
