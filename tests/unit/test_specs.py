@@ -15,8 +15,8 @@ from toolmatrix.checks import CHECKS
 from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
 from toolmatrix.launchers.docker import Mount
-from toolmatrix.registry import (ANY_FAMILY, DockerSpec, EngineSpec, ReadinessStep, data_root, load_engines, load_models,
-                                 load_registry, resolve_model)
+from toolmatrix.registry import (ANY_FAMILY, WEIGHTS_KINDS, DockerSpec, EngineSpec, ReadinessStep, data_root, load_engines,
+                                 load_models, load_registry, resolve_model)
 from toolmatrix.specs import SpecErrors, load_schema
 
 ENGINES, MODELS = load_registry()
@@ -83,6 +83,14 @@ def test_one_feature_vocabulary_fills_every_schema_and_names_real_checks():
     # Every feature a case can exercise is one of them; "streaming" (never derived from a case) is gone.
     cases = load_cases([data_root() / "cases"])
     assert set().union(*(c.features for c in cases)) <= set(CASE_FEATURES) and "streaming" not in FEATURES
+
+
+def test_the_weights_kinds_agree_between_the_schemas_and_the_registry():
+    """An engine loads one kind of a model's weights: both schemas and `gguf:`-style sources name the same kinds."""
+    engine_kinds = load_schema("engine.schema.json")["properties"]["weights_kind"]["enum"]
+    model_kinds = load_schema("models.schema.json")["properties"]["models"]["additionalProperties"]["properties"][
+        "weights"]["properties"]
+    assert set(engine_kinds) == set(model_kinds) == set(WEIGHTS_KINDS)
 
 
 # Where the engine schema's descriptions name a default, and the field that states it (the only place it is set).
