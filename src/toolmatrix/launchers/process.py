@@ -115,8 +115,9 @@ class ProcessLauncher:
     kind = "process"
 
     def __init__(self, engine: EngineSpec, model: ModelSpec, slots: int = 2, run_id: str = "", log_dir: Path | None = None):
-        if not engine.process:
-            raise LaunchError(f"engine {engine.id!r} has no process launcher (engines/{engine.id}.yaml: process)")
+        refusal = engine.refusal(model, self.kind)  # before anything is installed or started
+        if refusal:
+            raise LaunchError(refusal)
         self.engine, self.model, self.slots = engine, model, slots
         self.log_path = Path(tempfile.mkdtemp(prefix=f"toolmatrix-{run_id or engine.id}-", dir=log_dir)) / f"{engine.id}.log"
         self.proc: subprocess.Popen | None = None
