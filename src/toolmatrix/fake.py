@@ -222,8 +222,10 @@ def _invalid_tool_choice(body: dict) -> bool:
 class FakeServer:
     """``with FakeServer(responder) as server:`` then point a client at ``server.base_url``."""
 
-    def __init__(self, responder: Responder, hang_s: float = 30.0, port: int = 0, template: str | None = None):
+    def __init__(self, responder: Responder, hang_s: float = 30.0, port: int = 0, template: str | None = None,
+                 raw_responder: Responder | None = None):
         self.responder = responder
+        self.raw_responder = raw_responder or responder  # the 'model' behind /apply-template and /completion
         self.hang_s = hang_s
         self.template = template  # the chat template its render uses (llama-server's /apply-template)
         self.requests: list[dict] = []
@@ -264,7 +266,8 @@ class FakeServer:
         from toolmatrix.evidence import reference_render
 
         self.raw_requests.append(body)
-        shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in self.responder(body).faults else body
+        faults = self.raw_responder(body).faults
+        shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in faults else body
         prompt = reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
         self._rendered[prompt] = body
         return {"prompt": prompt}
@@ -275,7 +278,7 @@ class FakeServer:
         chat = self._rendered.get(body.get("prompt"))
         if chat is None:
             return 400, {"error": {"message": "unknown prompt: render it with /apply-template first"}}
-        return 200, {"content": model_text(self.responder(chat)), "stop": True}
+        return 200, {"content": model_text(self.raw_responder(chat)), "stop": True}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -348,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
         time.sleep(args.delay)
         return first_tool(body)
 
-    with FakeServer(responder, port=args.port) as server:
+    # Only chat requests count towards --die-after: evidence requests (render, raw completion) do not.
+    with FakeServer(responder, port=args.port, raw_responder=first_tool) as server:
         print(f"fake engine listening at {server.base_url}", file=sys.stderr, flush=True)
         server._thread.join()
 
