@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from toolmatrix.cases import load_cases
@@ -175,12 +176,12 @@ def test_engine_killed_mid_run(tmp_path):
     cases = [c for c in load_cases([data_root() / "cases"]) if "single" in c.id]
     assert sorted((r.case_id, r.mode) for r in records) == sorted((c.id, m) for c in cases for m in ("nonstream", "stream"))
     marked = [r for r in records if r.engine_death is not None]
-    assert marked and 2 <= marked[0]["engine_death"]["records_before"] < len(records)
+    assert marked and 2 <= marked[0].engine_death.records_before < len(records)
     run = json.loads((results / "run.json").read_text())
     engine_log = Path(run["engine"]["log"]).read_text(errors="replace").rstrip()
     for r in marked:
         assert (r.verdict, r.blame) == ("error", "infra") and r.reason.startswith("engine died (killed by SIGKILL); ")
-        assert r.engine_death == run["engine_death"] and r.engine_death.exit_code == -signal.SIGKILL
+        assert attrs.asdict(r.engine_death) == run["engine_death"] and r.engine_death.exit_code == -signal.SIGKILL
         if "Connection refused" in r.reason:  # sent after the death, not in flight at it
             assert r.latency_s < 5, "requests to the dead engine fail at once"
     assert run["engine_death"]["log_tail"] and engine_log.endswith(run["engine_death"]["log_tail"].rstrip())
