@@ -3,14 +3,21 @@
 Nothing raises out of here for a bad engine: HTTP errors, timeouts, refused connections and broken streams all
 become an ``Exchange`` with ``http_status``/``error`` set and the body kept, so a check can blame and the run goes on.
 The request recorded is the JSON body exactly as it went over the wire.
+
+Every answer is bounded, whatever the server does: ``Target.timeout_s`` is a deadline for the whole exchange
+(not only for each read, which a server sending a byte a second never trips), and at most
+``Target.max_answer_bytes`` of an answer are kept. Both bounds sit in the HTTP transport under the openai client,
+so they hold for error bodies too, which the client reads itself.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import socket
+import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import attrs
 import openai
@@ -20,7 +27,12 @@ try:  # the HTTP library under the openai client: httpx2 from openai 3, httpx be
 except ImportError:  # pragma: no cover - depends on the installed openai
     import httpx
 
+from toolmatrix import jsontext
 from toolmatrix.exchange import Exchange, Mode
+from toolmatrix.results import Cut
+
+MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
+
 
 @attrs.frozen
 class Target:
@@ -29,7 +41,8 @@ class Target:
     base_url: str
     model: str
     api_key_env: str | None = None  # name of the environment variable holding the key; the key is never stored
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # for the whole exchange
+    max_answer_bytes: int = MAX_ANSWER_BYTES
 
     def api_key(self) -> str:
         if self.api_key_env:
@@ -39,28 +52,114 @@ class Target:
             return value
         return "toolmatrix-no-key"
 
+    @property
+    def secret(self) -> str | None:
+        """The key's value when it is the user's, to be kept out of everything recorded and printed."""
+        return self.api_key() if self.api_key_env else None
+
 
 HttpClient = httpx.Client
 HTTPError = httpx.HTTPError
 
 
+class _Bounded(httpx.SyncByteStream):
+    """An answer's body, read until it ends, the deadline passes, or (counting on, keeping nothing) past the limit."""
+
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float, limit: int, sock: socket.socket | None):
+        self.inner, self.deadline, self.limit = inner, deadline, limit
+        self.received = 0
+        self.expired = False
+        # A server that goes quiet mid-answer would hold a read for a whole read timeout: at the deadline the
+        # socket is shut down, which ends any read blocked on it at once.
+        self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire, (sock,))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _expire(self, sock: socket.socket | None) -> None:
+        self.expired = True
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for piece in self.inner:
+                kept = max(0, min(len(piece), self.limit - self.received))
+                self.received += len(piece)
+                if kept:
+                    yield piece[:kept]
+                if time.monotonic() >= self.deadline:
+                    self.expired = True
+                if self.expired:
+                    return
+        except httpx.HTTPError:
+            if not self.expired:  # a broken stream is the server's; one we cut at the deadline is not
+                raise
+
+    def close(self) -> None:
+        self._watchdog.cancel()
+        self.inner.close()
+
+    @property
+    def cut(self) -> Cut | None:
+        if self.received <= self.limit:
+            return None
+        return Cut(limit_bytes=self.limit, received_bytes=self.received, whole=not self.expired)
+
+
+class BoundedTransport(httpx.HTTPTransport):
+    """The openai client's transport, with a deadline for each whole exchange and a limit on what is kept."""
+
+    def __init__(self, timeout_s: float, max_bytes: int):
+        super().__init__()
+        self.timeout_s, self.max_bytes = timeout_s, max_bytes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = time.monotonic() + self.timeout_s  # the headers themselves wait at most timeout_s (httpx)
+        response = super().handle_request(request)
+        network = response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+        response.stream = _Bounded(response.stream, deadline, self.max_bytes, sock)
+        return response
+
+
+def _bounded(response: httpx.Response) -> _Bounded | None:
+    stream = response.stream
+    return stream if isinstance(stream, _Bounded) else None
+
+
 def make_http(target: Target) -> httpx.Client:
-    """A plain HTTP client at the server's root (no ``/v1``), with the run's key and timeout, for an engine's own
+    """A plain HTTP client at the server's root (no ``/v1``), with the run's key and bounds, for an engine's own
     endpoints (its render and raw completion, see ``evidence``); the same HTTP library as the openai client."""
     root = target.base_url.rstrip("/").removesuffix("/v1")
     return httpx.Client(base_url=root, headers={"Authorization": f"Bearer {target.api_key()}"},
-                        timeout=target.timeout_s)
+                        timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
 
 
-def make_client(target: Target) -> openai.OpenAI:
+@attrs.frozen
+class Connection:
+    """The openai client for one target, and the bounds every exchange through it keeps."""
+
+    openai: openai.OpenAI
+    target: Target
+
+    def send(self, body: dict, mode: Mode) -> Exchange:
+        return send(self, body, mode)
+
+
+def make_client(target: Target) -> Connection:
     # No retries: a retried 500 would hide exactly the engine bug we are here to see.
-    return openai.OpenAI(base_url=target.base_url, api_key=target.api_key(), max_retries=0, timeout=target.timeout_s)
+    http = httpx.Client(timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
+    return Connection(openai.OpenAI(base_url=target.base_url, api_key=target.api_key(), max_retries=0,
+                                    timeout=target.timeout_s, http_client=http), target)
 
 
-def _json_or_none(text: str) -> Any:
+def _json_or_none(data: str | bytes) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return jsontext.loads(data)
+    except jsontext.NotJSON:
         return None
 
 
@@ -68,14 +167,18 @@ def _sent_body(request: httpx.Request | None, fallback: dict) -> dict:
     if request is None:
         return fallback
     try:
-        return json.loads(request.content)
-    except (ValueError, httpx.RequestNotRead):
+        sent = _json_or_none(request.content)
+    except httpx.RequestNotRead:
         return fallback
+    return sent if isinstance(sent, dict) else fallback
 
 
-def _sse_payloads(lines) -> list[Any]:
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE's line ends only: JSON text may hold U+2028, which splitlines cuts
+
+
+def _sse_payloads(text: str) -> list[Any]:
     chunks: list[Any] = []
-    for line in lines:
+    for line in _LINE_BREAK.split(text):
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
@@ -86,41 +189,59 @@ def _sse_payloads(lines) -> list[Any]:
     return chunks
 
 
-def send(client: openai.OpenAI, body: dict, mode: Mode) -> Exchange:
+def _read(response: httpx.Response) -> tuple[bytes, str | None]:
+    """What came of the body, and the transport problem that ended it early (kept: what came before it)."""
+    body = bytearray()
+    try:
+        for piece in response.iter_bytes():
+            body += piece
+    except httpx.HTTPError as exc:
+        return bytes(body), f"{type(exc).__name__}: {exc}"
+    finally:
+        response.close()
+    return bytes(body), None
+
+
+def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, error: str | None, timeout_s: float,
+              latency_s: float) -> Exchange:
+    bounded = _bounded(response)
+    cut = bounded.cut if bounded else None
+    if bounded is not None and bounded.expired:
+        error = f"timeout: no complete answer within {timeout_s:g} s (the whole exchange)"
+    elif cut is not None:
+        error = (f"answer of {cut.received_bytes} bytes is over the limit of {cut.limit_bytes} "
+                 f"(--max-answer-bytes); the first {cut.limit_bytes} are kept")
+    text = body.decode("utf-8", errors="replace")
+    if mode == "stream" and response.is_success:
+        return Exchange(mode, request, http_status=response.status_code, chunks=tuple(_sse_payloads(text)),
+                        error=error, cut=cut, latency_s=latency_s)
+    parsed = _json_or_none(body)
+    return Exchange(mode, request, http_status=response.status_code, response=parsed, error=error, cut=cut,
+                    raw_text=None if parsed is not None else text, latency_s=latency_s)
+
+
+def send(connection: Connection, body: dict, mode: Mode) -> Exchange:
     """Send ``body`` (a full chat-completions request, without ``stream``) in ``mode``; never raises for the engine.
 
-    ``client.post`` is the openai client's own way to send a body verbatim: its auth, base URL, timeouts and
-    error mapping, none of the typed layer's reshaping (which also costs a millisecond a request).
+    ``post`` is the openai client's own way to send a body verbatim: its auth, base URL, timeouts and error
+    mapping, none of the typed layer's reshaping (which also costs a millisecond a request). The body is always
+    taken as a stream of bytes, so the transport's bounds apply while it is read.
     """
     if mode == "stream":
         body = {**body, "stream": True}
+    client, timeout_s = connection.openai, connection.target.timeout_s
     started = time.perf_counter()
-    request: httpx.Request | None = None
     try:
-        resp = client.post("/chat/completions", cast_to=httpx.Response, body=body, stream=mode == "stream")
-        request = resp.request
-        if mode == "stream":
-            try:
-                chunks = _sse_payloads(resp.iter_lines())
-            finally:
-                resp.close()
-            return Exchange(mode, _sent_body(request, body), http_status=resp.status_code, chunks=tuple(chunks),
-                            latency_s=time.perf_counter() - started)
-        parsed = _json_or_none(resp.text)
-        return Exchange(mode, _sent_body(request, body), http_status=resp.status_code, response=parsed,
-                        raw_text=None if parsed is not None else resp.text, latency_s=time.perf_counter() - started)
-    except openai.APIStatusError as exc:
-        text = exc.response.text  # the client has read the error body already, streaming or not
-        parsed = _json_or_none(text)
-        return Exchange(mode, _sent_body(exc.request, body), http_status=exc.status_code, response=parsed,
-                        raw_text=None if parsed is not None else text, latency_s=time.perf_counter() - started)
+        response = client.post("/chat/completions", cast_to=httpx.Response, body=body, stream=True)
+        raw, error = _read(response)
+    except openai.APIStatusError as exc:  # the client has read the (bounded) error body already
+        response, raw, error = exc.response, exc.response.content, None
     except openai.APITimeoutError as exc:
-        return Exchange(mode, _sent_body(exc.request, body), error=f"timeout after {client.timeout}",
+        return Exchange(mode, _sent_body(exc.request, body), error=f"timeout: no answer within {timeout_s:g} s",
                         latency_s=time.perf_counter() - started)
     except openai.APIConnectionError as exc:
         cause = exc.__cause__ or exc
         return Exchange(mode, _sent_body(exc.request, body), error=f"connection error: {type(cause).__name__}: {cause}",
                         latency_s=time.perf_counter() - started)
-    except httpx.HTTPError as exc:  # a stream cut mid-way surfaces as a bare HTTP error
-        return Exchange(mode, _sent_body(request, body), error=f"{type(exc).__name__}: {exc}",
-                        latency_s=time.perf_counter() - started)
+    return _exchange(mode, _sent_body(response.request, body), response, raw, error, timeout_s,
+                     time.perf_counter() - started)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from toolmatrix.cases import Case
+from toolmatrix import jsontext
 from toolmatrix.client import HTTPError, HttpClient
 from toolmatrix.exchange import Message
 from toolmatrix.formats import Family
@@ -56,9 +57,9 @@ def _post(http: HttpClient, path: str, body: dict) -> Any:
     if response.status_code != 200:
         raise EvidenceError(f"POST {path}: HTTP {response.status_code}: {response.text[:200]}")
     try:
-        return response.json()
-    except ValueError:
-        raise EvidenceError(f"POST {path}: not JSON: {response.text[:200]}") from None
+        return jsontext.loads(response.content)
+    except jsontext.NotJSON as exc:
+        raise EvidenceError(f"POST {path}: not JSON ({exc}): {response.text[:200]}") from None
 
 
 def _field(answer: Any, *path: str | int) -> Any:

@@ -6,12 +6,14 @@ parsed from the wire, so a check can look at the deltas and a person can read th
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import attrs
 import orjson
 from openai.lib.streaming._deltas import accumulate_delta  # what the client's ChatCompletionStreamState uses
+
+from toolmatrix import jsontext
+from toolmatrix.results import Cut
 
 Mode = str  # "nonstream" | "stream"
 MODES: tuple[Mode, ...] = ("nonstream", "stream")
@@ -28,12 +30,12 @@ class Call:
     index: Any = None
 
     def parsed_arguments(self) -> dict | None:
-        """The arguments as an object, or None when they are not a JSON string of an object."""
+        """The arguments as an object, or None when they are not a strict JSON string of an object."""
         if not isinstance(self.arguments, str):
             return None
         try:
-            value = json.loads(self.arguments)
-        except ValueError:
+            value = jsontext.loads(self.arguments)
+        except jsontext.NotJSON:
             return None
         return value if isinstance(value, dict) else None
 
@@ -57,9 +59,10 @@ class Exchange:
     http_status: int | None = None  # None when nothing came back
     response: Any = None  # parsed JSON body (non-stream, or the error body)
     chunks: tuple[Any, ...] = ()  # every stream chunk in order, parsed JSON (or the raw line if not JSON)
-    error: str | None = None  # transport problem: timeout, refused connection, broken stream
+    error: str | None = None  # transport problem: timeout, refused connection, broken stream, answer over the limit
     latency_s: float = 0.0
     raw_text: str | None = None  # body text when it was not JSON
+    cut: Cut | None = None  # the answer was longer than the client keeps
 
     @property
     def ok(self) -> bool:

@@ -22,7 +22,7 @@ import attrs
 import pytest
 
 from toolmatrix.cases import Case, case_files, load_cases
-from toolmatrix.client import Target, make_client, make_http
+from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
@@ -55,7 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
     group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
     group.addoption("--slots", metavar="N", type=int, default=2, help="parallel request slots the engine is started with (default 2)")
-    group.addoption("--request-timeout", metavar="S", type=float, default=180.0, help="seconds before a request counts as timed out")
+    group.addoption("--request-timeout", metavar="S", type=float, default=180.0,
+                    help="seconds a whole exchange may take (headers, body, every stream chunk) before it is a timeout")
+    group.addoption("--max-answer-bytes", metavar="N", type=int, default=MAX_ANSWER_BYTES,
+                    help=f"bytes of one answer that are kept and checked; a longer one is an error (default {MAX_ANSWER_BYTES})")
     group.addoption("--evidence", choices=[m.value for m in EvidenceMode], default=EvidenceMode.FAILURES.value,
                     help="ask the engine what the model itself wrote (its render and raw completion) to decide blame: "
                          "off, failures (default: only where blame is in question), all (conformance on passes too)")
@@ -151,7 +154,7 @@ class RunState:
     def runner(self) -> Runner:
         assert self.endpoint is not None
         target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
-                        self.config.getoption("--request-timeout"))
+                        self.config.getoption("--request-timeout"), self.config.getoption("--max-answer-bytes"))
         mode = EvidenceMode(self.config.getoption("--evidence"))
         witness = None if mode is EvidenceMode.OFF else Witness(
             self.engine.evidence if self.engine else EvidenceSpec.from_dict(
@@ -283,10 +286,13 @@ class Controller:
         if self.crashed:  # the crashed case ran again after all
             self.crashed.pop(item_key(report.nodeid), None)
         self.write(Posted(*props[RECORD_KEY]))
+        # pytest keeps every report to the end of the session: keep the record's line out of it, so the
+        # controller's memory does not grow with everything the engine answered.
+        report.user_properties = [(k, v) for k, v in report.user_properties if k != RECORD_KEY]
 
     def write(self, posted: Posted) -> None:
         posted = self.watch.observe(posted)
-        self.state.verdicts.append(posted)
+        self.state.verdicts.append(posted._replace(line=""))  # the summary counts; the line is on disk
         if self.state.writer is not None:
             self.state.writer.write(posted)
 
@@ -304,6 +310,8 @@ class Controller:
         self.write_lost()
         if exitstatus == pytest.ExitCode.INTERRUPTED:  # Ctrl-C or SIGTERM (xdist swallows the interrupt hook)
             self.exit_status = ExitStatus.INTERRUPTED
+        elif exitstatus == pytest.ExitCode.INTERNAL_ERROR:  # never "complete": records may be missing
+            self.exit_status = ExitStatus.INTERNAL_ERROR
         elif self.death is not None:
             self.exit_status = ExitStatus.ENGINE_DIED
             if exitstatus != pytest.ExitCode.INTERNAL_ERROR:

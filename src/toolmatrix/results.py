@@ -140,6 +140,15 @@ class Evidence:
 
 
 @attrs.frozen
+class Cut:
+    """An answer longer than the client keeps (``--max-answer-bytes``): the first ``limit_bytes`` are recorded."""
+
+    limit_bytes: int
+    received_bytes: int  # how many came: all of the answer when ``whole``, else as many as the deadline allowed
+    whole: bool  # the answer ended (True), or the deadline stopped it first (False: it was longer still)
+
+
+@attrs.frozen
 class Followup:
     """The second turn of a round-trip case: what was sent back, the answer and its checks."""
 
@@ -151,6 +160,7 @@ class Followup:
     chunks: list | None = None
     error: str | None = None
     raw_text: str | None = None
+    cut: Cut | None = None
 
 
 @attrs.frozen
@@ -174,6 +184,7 @@ class Record:
     chunks: list | None = None
     error: str | None = None  # transport problem: timeout, refused connection, broken stream
     raw_text: str | None = None  # the body when it was not JSON
+    cut: Cut | None = None  # the answer was longer than the client keeps
     description: str | None = None  # the case's description, for a person reading a failure
     expect: dict | None = None
     followup: Followup | None = None
@@ -250,6 +261,7 @@ class ExitStatus(Word):
     COMPLETE = "complete"
     INTERRUPTED = "interrupted"
     ENGINE_DIED = "engine_died"
+    INTERNAL_ERROR = "internal_error"  # toolmatrix itself failed outside any one answer
 
 
 @attrs.frozen
@@ -340,8 +352,10 @@ def _migrate_check(check: Any) -> Any:
 def encode_json_line(data: Any) -> str:
     try:
         return orjson.dumps(data, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):  # an integer beyond 64 bits from some engine: json copes
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        # An integer beyond 64 bits, or a lone surrogate in text an engine sent: json copes, and ASCII escapes
+        # keep the line valid UTF-8 whatever the text holds.
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

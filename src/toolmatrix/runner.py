@@ -9,11 +9,10 @@ import json
 from typing import Any, Mapping
 
 import attrs
-import openai
 
-from toolmatrix import client as http
 from toolmatrix.cases import Case
-from toolmatrix.checks import CheckInput, judge, run_checks
+from toolmatrix.checks import HARNESS, CheckInput, judge, run_checks
+from toolmatrix.client import Connection
 from toolmatrix.exchange import Exchange, Message, Mode
 from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
@@ -67,10 +66,10 @@ def followup_request(first: dict, answer_calls: list[dict], results: Mapping[str
 
 
 def _exchange_fields(ex: Exchange) -> dict[str, Any]:
-    """The transcript of an exchange, as ``Record`` and ``Followup`` keep it."""
+    """The transcript of an exchange, as ``Record`` and ``Followup`` keep it (a stream cut short keeps its chunks)."""
     fields: dict[str, Any] = {"request": ex.request, "http_status": ex.http_status, "latency_s": round(ex.latency_s, 4),
-                              "error": ex.error, "raw_text": ex.raw_text}
-    if ex.mode == "stream" and ex.ok:
+                              "error": ex.error, "raw_text": ex.raw_text, "cut": ex.cut}
+    if ex.chunks:
         fields["chunks"] = list(ex.chunks)
     else:
         fields["response"] = ex.response
@@ -79,16 +78,43 @@ def _exchange_fields(ex: Exchange) -> dict[str, Any]:
 
 def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> Record:
     """The record of a case whose answer never came back, because the process running it crashed."""
-    check = CheckResult("worker", CheckOutcome.FAIL, Blame.INFRA, reason, "WORKER_LOST")
-    return Record(run_id, case.id, case.category, mode, Verdict.ERROR, Blame.INFRA, f"worker: {reason}", (check,),
-                  body, description=case.description or None)
+    return _failed_record(case, mode, body, run_id, CheckResult("worker", CheckOutcome.FAIL, Blame.INFRA, reason,
+                                                                "WORKER_LOST"))
+
+
+def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: CheckResult,
+                   exchange: Exchange | None = None) -> Record:
+    """An ``error`` record that one check decides, with the exchange where there was one."""
+    fields = _exchange_fields(exchange) if exchange is not None else {"request": body}
+    return Record(run_id, case.id, case.category, mode, Verdict.ERROR, check.blame, f"{check.name}: {check.detail}",
+                  (check,), description=case.description or None, **fields)
+
+
+def redact(record: Record, secret: str | None) -> Record:
+    """``record`` with every occurrence of ``secret`` (a key a server echoed back) replaced, wherever it is."""
+    if not secret or secret not in record.encode():
+        return record
+    return Record.from_dict(_replace_in(record.to_dict(), secret))
+
+
+REDACTED = "[REDACTED]"
+
+
+def _replace_in(value: Any, secret: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, dict):
+        return {_replace_in(k, secret): _replace_in(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_in(v, secret) for v in value]
+    return value
 
 
 @attrs.define
 class Runner:
     """Sends cases for one pair. Keeps each case's non-streamed answer to compare the stream with."""
 
-    client: openai.OpenAI
+    client: Connection
     model: str
     family: Family
     profile: Profile = attrs.field(factory=Profile)
@@ -99,20 +125,26 @@ class Runner:
     references: dict[str, Exchange] = attrs.field(factory=dict)
     evidence: dict[str, Evidence] = attrs.field(factory=dict)  # per case: both modes share the prompt
 
-    def reference(self, case: Case, body: dict) -> Exchange:
-        """The non-streamed answer of ``case``: the one already seen in this process, or a fresh request."""
-        if case.id not in self.references:
-            self.references[case.id] = http.send(self.client, body, "nonstream")
-        return self.references[case.id]
-
     def run(self, case: Case, mode: Mode) -> Record:
+        """The record of ``case`` in ``mode``; a failure of the harness itself on this answer is its ``error``
+        record (with the exchange, where there was one), never a lost run. A key the server echoed is redacted."""
         body = build_request(case, self.model, self.profile)
-        if mode == "nonstream":
-            exchange = self.reference(case, body)
-            reference = None
-        else:
-            exchange = http.send(self.client, body, "stream")
-            reference = self.reference(case, body)
+        exchange = None
+        try:
+            if mode == "nonstream":
+                exchange, reference = self.client.send(body, "nonstream"), None
+                self.references[case.id] = exchange  # for this case's stream, which runs next on this worker
+            else:
+                exchange = self.client.send(body, "stream")
+                reference = self.references.pop(case.id, None) or self.client.send(body, "nonstream")
+            record = self._judge(case, mode, body, exchange, reference)
+        except Exception as exc:  # noqa: BLE001 - ours, not the engine's: say so on this record and go on
+            detail = f"{type(exc).__name__}: {str(exc)[:300]}"
+            check = CheckResult("harness", CheckOutcome.FAIL, Blame.INFRA, detail, HARNESS)
+            record = _failed_record(case, mode, body, self.run_id, check, exchange)
+        return redact(record, self.client.target.secret)
+
+    def _judge(self, case: Case, mode: Mode, body: dict, exchange: Exchange, reference: Exchange | None) -> Record:
         inputs = CheckInput(case, exchange, self.family, case.expect, reference)
         checks = run_checks(inputs)
         message = exchange.message()
@@ -156,6 +188,6 @@ class Runner:
             for c in first.message().tool_calls
         ]
         body = followup_request(first_body, raw_calls, case.followup.tool_results)
-        exchange = http.send(self.client, body, mode)
+        exchange = self.client.send(body, mode)
         checks = run_checks(CheckInput(case, exchange, self.family, case.followup.expect), "followup.")
         return Followup(checks=tuple(checks), **_exchange_fields(exchange))

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
 
+from toolmatrix import jsontext
+
 from ._model import ParsedCall, ParseResult
 
 _WS = re.compile(r"\s*")
-_DECODER = json.JSONDecoder()
 
 
 class Parser(Protocol):
@@ -66,14 +66,16 @@ def skip_ws(text: str, pos: int) -> int:
 
 
 def decode_json(text: str, pos: int) -> tuple[Any, int] | None:
-    """Decode one JSON value at `pos` (after whitespace): (value, end), or None.
+    """Decode one strict JSON value at `pos` (after whitespace): (value, end), or None.
 
     `raw_decode` stops where the value ends, so a closing tag written inside a
-    JSON string cannot cut the value short.
+    JSON string cannot cut the value short. Strict as the chat answer is read
+    (no NaN, no lone surrogate, bounded depth), so the model's own text and the
+    engine's answer are held to one standard.
     """
     try:
-        return _DECODER.raw_decode(text, skip_ws(text, pos))
-    except (ValueError, RecursionError):  # also too many digits, too deep nesting
+        return jsontext.raw_decode(text, skip_ws(text, pos))
+    except jsontext.NotJSON:
         return None
 
 
