@@ -106,6 +106,7 @@ class RunState:
         self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z")
         self.verdicts: list[Posted] = []  # for the summary table (their lines are not kept)
+        self.paired: frozenset[str] = frozenset()  # cases selected in both modes (after -k, -m, deselection)
 
     @property
     def engine_id(self) -> str:
@@ -162,7 +163,8 @@ class RunState:
             make_http(target), self.family,
             read_template(self.model.chat_template) if self.model.chat_template else None, self.model.special_tokens)
         return Runner(make_client(target), target.model, self.family, self.profile,
-                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id, witness, mode)
+                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id, witness, mode,
+                      self.paired)
 
     @property
     def profile(self) -> Profile:
@@ -370,6 +372,17 @@ def _stop_on_sigterm() -> None:
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, handler)
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state: RunState | None = config.stash.get(state_key, None)
+    if state is None:
+        return
+    modes: dict[str, set[str]] = {}
+    for key in filter(None, (item_key(item.nodeid) for item in items)):
+        modes.setdefault(key[0], set()).add(key[1])
+    state.paired = frozenset(case for case, selected in modes.items() if len(selected) == len(MODES))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

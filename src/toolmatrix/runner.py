@@ -112,7 +112,7 @@ def _replace_in(value: Any, secret: str) -> Any:
 
 @attrs.define
 class Runner:
-    """Sends cases for one pair. Keeps each case's non-streamed answer to compare the stream with."""
+    """Sends cases for one pair: each case's non-streamed answer is asked once and serves both of its modes."""
 
     client: Connection
     model: str
@@ -122,6 +122,7 @@ class Runner:
     run_id: str = ""
     witness: Witness | None = None  # asks the engine for the model's own words; None: evidence off
     evidence_mode: EvidenceMode = EvidenceMode.FAILURES
+    paired: frozenset[str] = frozenset()  # cases both of whose modes run in this process (see ``_nonstream``)
     references: dict[str, Exchange] = attrs.field(factory=dict)
     evidence: dict[str, Evidence] = attrs.field(factory=dict)  # per case: both modes share the prompt
 
@@ -132,17 +133,28 @@ class Runner:
         exchange = None
         try:
             if mode == "nonstream":
-                exchange, reference = self.client.send(body, "nonstream"), None
-                self.references[case.id] = exchange  # for this case's stream, which runs next on this worker
+                exchange, reference = self._nonstream(case, body), None
             else:
                 exchange = self.client.send(body, "stream")
-                reference = self.references.pop(case.id, None) or self.client.send(body, "nonstream")
+                reference = self._nonstream(case, body)
             record = self._judge(case, mode, body, exchange, reference)
         except Exception as exc:  # noqa: BLE001 - ours, not the engine's: say so on this record and go on
             detail = f"{type(exc).__name__}: {str(exc)[:300]}"
             check = CheckResult("harness", CheckOutcome.FAIL, Blame.INFRA, detail, HARNESS)
             record = _failed_record(case, mode, body, self.run_id, check, exchange)
         return redact(record, self.client.target.secret)
+
+    def _nonstream(self, case: Case, body: dict) -> Exchange:
+        """The case's one non-streamed answer: recorded as its ``nonstream`` record and compared with its stream,
+        whichever of the two modes runs first. It is kept only until the other mode takes it, and only when that
+        mode is to run in this process (``paired``), so memory does not grow with the number of cases."""
+        kept = self.references.pop(case.id, None)
+        if kept is not None:
+            return kept
+        answer = self.client.send(body, "nonstream")
+        if case.id in self.paired:
+            self.references[case.id] = answer
+        return answer
 
     def _judge(self, case: Case, mode: Mode, body: dict, exchange: Exchange, reference: Exchange | None) -> Record:
         inputs = CheckInput(case, exchange, self.family, case.expect, reference)
