@@ -8,13 +8,15 @@ id and field; nothing is sent to an engine until the whole library is clean.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 
 from toolmatrix import features
-from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem, read_yaml, schema_errors
+from toolmatrix.yamldata import JsonPath
 
 SCHEMA = "cases.schema.json"
 
@@ -136,7 +138,7 @@ class _Loader:
         except SpecErrors as exc:
             self.errors.extend(exc.errors)
             return
-        problems = schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p))
+        problems = schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p)) or _embedded_schema_errors(doc)
         self.errors.extend(problems)
         if not problems:
             self.docs.append(doc)
@@ -208,10 +210,59 @@ class _Loader:
             for name in followup.tool_results:
                 if name not in names:
                     self.errors.append(doc.error(at + ("followup", "tool_results", name), f"{name!r} is not an offered tool", case_id))
-        if isinstance(tool_choice, Mapping) and tool_choice.get("type") == "function":
-            name = tool_choice.get("function", {}).get("name")
-            if name not in names and not expect.reject:
-                self.errors.append(doc.error(at + ("tool_choice",), f"named tool {name!r} is not offered", case_id))
+        problem = None if expect.reject else _tool_choice_problem(tool_choice, names)
+        if problem:
+            self.errors.append(doc.error(at + ("tool_choice",), problem, case_id))
+
+
+VALID_TOOL_CHOICE = "auto, none, required, {function: NAME} or {type: function, function: {name: NAME}}"
+
+
+def _tool_choice_problem(choice: Any, names: list[str]) -> str | None:
+    """Why a case that expects an answer cannot send this tool_choice: only a reject case sends an invalid one."""
+    if choice in (None, "auto", "none", "required"):
+        return None
+    function = choice.get("function") if isinstance(choice, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) and choice.get("type") == "function" else None
+    if not isinstance(name, str):
+        shown = json.dumps(choice, ensure_ascii=False)
+        return f"{shown} is not a valid tool_choice ({VALID_TOOL_CHOICE}); a case that sends one expects reject: true"
+    if name not in names:
+        return f"named tool {name!r} is not offered"
+    return None
+
+
+def _embedded_schemas(data: Mapping[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
+    """Every JSON Schema a case file holds: tool parameters (its own tools, inline tools) and {schema: ...} matchers."""
+    for name, tool in data.get("tools", {}).items():
+        if "parameters" in tool["function"]:
+            yield ("tools", name, "function", "parameters"), tool["function"]["parameters"]
+    for index, case in enumerate(data["cases"]):
+        at = ("cases", index)
+        for position, tool in enumerate(case.get("tools", [])):
+            if isinstance(tool, dict) and "parameters" in tool["function"]:
+                yield at + ("tools", position, "function", "parameters"), tool["function"]["parameters"]
+        yield from _matcher_schemas(at + ("expect",), case["expect"])
+        if "followup" in case:
+            yield from _matcher_schemas(at + ("followup", "expect"), case["followup"]["expect"])
+
+
+def _matcher_schemas(at: JsonPath, expect: Mapping[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
+    for position, call in enumerate(expect.get("calls", [])):
+        for argument, matcher in call.get("arguments", {}).items():
+            if isinstance(matcher, dict) and "schema" in matcher:
+                yield at + ("calls", position, "arguments", argument, "schema"), matcher["schema"]
+
+
+def _embedded_schema_errors(doc: YamlDoc) -> list[SpecError]:
+    """A schema the checks cannot use would fail every exchange of its cases: refuse it when the file loads."""
+    errors = []
+    for at, schema in _embedded_schemas(doc.data):
+        problem = json_schema_problem(schema)
+        if problem:
+            inner, message = problem
+            errors.append(doc.error(at + inner, message, _case_id_at(doc, at)))
+    return errors
 
 
 def _case_id_at(doc: YamlDoc, path: tuple) -> str:

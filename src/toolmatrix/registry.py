@@ -388,7 +388,11 @@ def load_engines(root: Path | None = None) -> dict[str, EngineSpec]:
     for path in sorted(folder.glob("*.yaml")):
         if path.name == "models.yaml":
             continue
-        doc = read_yaml(path)
+        try:
+            doc = read_yaml(path)
+        except SpecErrors as exc:  # unreadable or binary: the other engine files are still checked
+            errors += exc.errors
+            continue
         problems = schema_errors(doc, "engine.schema.json", where_of=lambda p, d=doc: str(d.data.get("id", "")))
         errors += problems
         if not problems:

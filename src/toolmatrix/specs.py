@@ -7,18 +7,19 @@ Cases, engine specs and model specs are all loaded through here, so every data e
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 import jsonschema
+import jsonschema_rs
 import yaml
 
 from toolmatrix.features import fill_vocabulary
-
-JsonPath = tuple[str | int, ...]
+from toolmatrix.yamldata import JsonPath, Refusal, load_json_yaml
 
 
 @attrs.frozen
@@ -54,11 +55,12 @@ def format_path(path: Iterable[str | int]) -> str:
 
 @attrs.frozen
 class YamlDoc:
-    """A parsed YAML file plus the source line of every node, keyed by JSON path."""
+    """A parsed YAML file, the source line of every value keyed by JSON path, and what JSON cannot hold in it."""
 
     path: Path
     data: Any
     lines: dict[JsonPath, int]
+    refusals: tuple[Refusal, ...] = ()  # reported by schema_errors, with the item they are in
 
     def line(self, path: JsonPath) -> int | None:
         # The deepest known ancestor: a missing key has no line of its own, its parent does.
@@ -71,39 +73,42 @@ class YamlDoc:
         return SpecError(str(self.path), self.line(path), where, format_path(path), message)
 
 
-def _node_lines(node: yaml.Node, path: JsonPath, out: dict[JsonPath, int]) -> None:
-    out[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            _node_lines(value, path + (key.value,), out)
-            out[path + (key.value,)] = key.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _node_lines(item, path + (index,), out)
-
-
 def read_yaml(path: Path) -> YamlDoc:
-    """Parse one YAML file; a syntax error becomes a SpecErrors naming file and line."""
+    """Parse one YAML file; an unreadable, binary or syntactically broken file is a SpecErrors of one line."""
+    text = _read_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        # One parse gives both the nodes (for line numbers) and the data; the C parser when it is built.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-        try:
-            node = loader.get_single_node()
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except OSError as exc:
-        raise SpecErrors([SpecError(str(path), None, "", "$", f"cannot read: {exc.strerror}")]) from None
+        parsed = load_json_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecErrors([SpecError(str(path), line, "", "$", f"invalid YAML: {problem}")]) from None
-    lines: dict[JsonPath, int] = {}
-    if node is not None:
-        _node_lines(node, (), lines)
-    return YamlDoc(path, data, lines)
+        line, message = _yaml_error(exc, text)
+        raise SpecErrors([SpecError(str(path), line, "", "$", message)]) from None
+    return YamlDoc(path, parsed.data, parsed.lines, parsed.refusals)
+
+
+def _read_text(path: Path) -> str:
+    def fail(line: int | None, message: str) -> SpecErrors:
+        return SpecErrors([SpecError(str(path), line, "", "$", message)])
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise fail(None, f"cannot read: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise fail(line, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}): a binary file?") from None
+
+
+def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
+    """The line and a one-line message of a YAML error."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: binary content in a UTF-8 file
+        # Its position counts bytes in libyaml, characters in PyYAML: find the character itself instead.
+        index = text.find(chr(exc.character))
+        line = text[:index].count("\n") + 1 if index >= 0 else None
+        return line, f"control character #x{exc.character:02x} is not allowed in YAML: a binary file?"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return (mark.line + 1 if mark else None), f"invalid YAML: {problem}"
 
 
 @cache
@@ -134,15 +139,62 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def schema_errors(doc: YamlDoc, schema_name: str, where_of=None) -> list[SpecError]:
-    """Every schema violation in ``doc``; ``where_of(path)`` names the item (e.g. the case id) at a path."""
+    """Every schema violation in ``doc``; ``where_of(path)`` names the item (e.g. the case id) at a path.
+
+    A file that is not a mapping, or that holds what JSON cannot (a date, NaN, a duplicate key, an alias bomb),
+    gets only those errors: the schema has nothing sound to judge.
+    """
+    if load_schema(schema_name).get("type") == "object" and not isinstance(doc.data, dict):
+        return [doc.error((), _not_a_mapping(doc.data))]  # before where_of, which may expect a mapping
+    if doc.refusals:
+        return [SpecError(str(doc.path), r.line, _where(where_of, r.path), format_path(r.path), r.message)
+                for r in doc.refusals]
     errors = []
     for error in sorted(_validator(schema_name).iter_errors(doc.data), key=lambda e: list(map(str, e.path))):
         # anyOf/oneOf failures: report the most specific sub-error, it names the real field.
         best = jsonschema.exceptions.best_match([error]) if error.context else error
         path = tuple(best.absolute_path)
-        where = where_of(path) if where_of else ""
-        errors.append(doc.error(path, _describe(best), where))
+        errors.append(doc.error(path, _describe(best), _where(where_of, path)))
     return errors
+
+
+def _where(where_of, path: JsonPath) -> str:
+    return where_of(path) if where_of else ""
+
+
+def _not_a_mapping(data: Any) -> str:
+    if data is None:
+        return "the file is empty: expected a mapping of fields"
+    kind = {list: "a list", str: "a string", bool: "a boolean"}.get(type(data), "a number")
+    return f"the top level is {kind}: expected a mapping of fields"
+
+
+@cache
+def _metaschema() -> tuple[Callable[[Any], bool], jsonschema.protocols.Validator]:
+    # A fast yes/no (jsonschema-rs, 200x faster: every tool of every case file is checked at each start) and the
+    # wording of jsonschema; both read `pattern` with Python's re, as the checks will.
+    cls = jsonschema.Draft202012Validator
+    fast = jsonschema_rs.validator_for(cls.META_SCHEMA, validate_formats=True, formats={"regex": _compiles})
+    return fast.is_valid, cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+def json_schema_problem(schema: Any) -> tuple[JsonPath, str] | None:
+    """Why ``schema`` is not a JSON Schema (draft 2020-12, as the checks read it): the path in it and a message."""
+    fast, meta = _metaschema()
+    if fast(schema):
+        return None
+    error = jsonschema.exceptions.best_match(meta.iter_errors(schema))
+    if error is None:  # jsonschema-rs is stricter on some formats (uri-reference); jsonschema is the judge
+        return None
+    return tuple(error.absolute_path), f"not a valid JSON Schema: {_describe(error)}"
 
 
 def validate_instance(instance: Any, schema_name: str) -> list[str]:

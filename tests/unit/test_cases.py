@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_malformed import CASE_HEAD, GOOD_TOOL, MALFORMED_CASES, case_file
 from toolmatrix.cases import load_cases
 from toolmatrix.registry import data_root
 from toolmatrix.specs import SpecErrors
-
-GOOD_TOOL = """
-tools:
-  get_weather:
-    type: function
-    function: {name: get_weather, parameters: {type: object, properties: {city: {type: string}}}}
-"""
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -118,3 +112,52 @@ def test_tool_choice_kinds_and_features(tmp_path):
     assert not_offered.tool_choice_kind == number.tool_choice_kind == "invalid"
     assert number.features == {"tool_choice.invalid", "parallel_tool_calls.false"}
     assert named.options["temperature"] == 0
+
+
+# --- malformed files: one line naming file, line, case and field; never a traceback or a hang -------------------
+
+
+@pytest.mark.parametrize(("text", "at", "message"), list(MALFORMED_CASES.values()), ids=list(MALFORMED_CASES))
+def test_a_malformed_case_is_one_line_naming_file_case_and_field(tmp_path, text, at, message):
+    path = write(tmp_path, "mine.yaml", text)
+    (line,) = errors_of(path)
+    assert line.startswith(f"{path}{at}") and message in line, line
+    assert "\n" not in line and "Traceback" not in line
+
+
+def test_an_invalid_parameters_schema_in_the_files_tools_names_the_tool(tmp_path):
+    text = case_file("").replace("properties: {city: {type: string}}", "properties: {city: {type: text}}")
+    path = write(tmp_path, "mine.yaml", text)
+    (line,) = errors_of(path)
+    assert line.startswith(f"{path}:7: $.tools.get_weather.function.parameters.properties.city.type: not a valid JSON Schema")
+
+
+@pytest.mark.parametrize(("content", "at", "message"), [
+    (b"", ": $: ", "the file is empty: expected a mapping of fields"),
+    (b"- schema_version: 1\n", ":1: $: ", "the top level is a list: expected a mapping of fields"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", ":1: $: ", "not UTF-8 text (byte 0x89 at offset 0): a binary file?"),
+    (b"schema_version: 1\ncategory: \xe9t\xe9\n", ":2: $: ", "not UTF-8 text (byte 0xe9 at offset 28)"),
+    (b"schema_version: 1\ncategory: mine\x00\x01\n", ":2: $: ", "control character #x00 is not allowed in YAML"),
+    (b"schema_version: 1\n---\ncategory: mine\n", ":2: $: ", "invalid YAML: expected a single document"),
+], ids=["empty", "a_list", "binary", "latin_1", "nul_bytes", "two_documents"])
+def test_an_unreadable_case_file_is_one_line(tmp_path, content, at, message):
+    path = tmp_path / "mine.yaml"
+    path.write_bytes(content)
+    (line,) = errors_of(path)
+    assert line.startswith(f"{path}{at}") and message in line, line
+
+
+def test_an_invalid_tool_choice_is_sent_as_is_by_a_reject_case(tmp_path):
+    path = write(tmp_path, "mine.yaml", CASE_HEAD + "    tools: [get_weather]\n    tool_choice: {type: function, "
+                 "function: x}\n    messages: [{role: user, content: hi}]\n    expect: {reject: true}\n")
+    (case,) = load_cases([path])
+    assert case.tool_choice == {"type": "function", "function": "x"} and case.tool_choice_kind == "invalid"
+
+
+def test_an_anchored_value_may_be_reused(tmp_path):
+    """The library reuses a 36-tool list by alias (many_tools.yaml): aliases stay, only their blow-up is refused."""
+    path = write(tmp_path, "mine.yaml", "schema_version: 1\ncategory: mine\n" + GOOD_TOOL + "cases:\n" + "".join(
+        f"  - id: mine.{n}\n    tools: {ref}\n    messages: [{{role: user, content: hi}}]\n    expect: {{no_call: true}}\n"
+        for n, ref in (("a", "&all [get_weather]"), ("b", "*all"))))
+    first, second = load_cases([path])
+    assert first.tool_names == second.tool_names == ("get_weather",)

@@ -307,3 +307,41 @@ def test_a_docker_only_placeholder_in_a_process_argument_is_refused(copy):
          '--parallel, "{models_dir}", --ctx-size, "{ctx_size}", --threads')
     (problem,) = errors(copy, load_engines)
     assert "$.process.args[" in problem and "unknown placeholder {models_dir}" in problem
+
+
+@pytest.mark.parametrize(("content", "at", "message"), [
+    (b"", ": $: ", "the file is empty: expected a mapping of fields"),
+    (b"\n# nothing but a comment\n", ": $: ", "the file is empty: expected a mapping of fields"),
+    (b"- id: broken\n", ":1: $: ", "the top level is a list: expected a mapping of fields"),
+    (b"just text\n", ":1: $: ", "the top level is a string: expected a mapping of fields"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00\x01\x00\x00\x00\xd0", ":1: $: ",
+     "not UTF-8 text (byte 0xd0 at offset 24): a binary file?"),
+    (b"id: broken\ntitle: \x00\x00\x00\x00\n", ":2: $: ", "control character #x00 is not allowed in YAML: a binary file?"),
+], ids=["empty", "only_a_comment", "a_list", "a_string", "binary", "nul_bytes"])
+def test_an_engine_spec_that_is_not_a_mapping_is_one_line(copy, content, at, message):
+    path = copy / "engines" / "broken.yaml"
+    path.write_bytes(content)
+    (problem,) = errors(copy, load_engines)
+    assert problem == f"{path}{at}{message}"
+
+
+def test_a_broken_engine_file_does_not_hide_the_others(copy):
+    (copy / "engines" / "broken.yaml").write_bytes(b"\xff\xfe\x00\x01")
+    line = edit(copy / "engines" / "tgi.yaml", "port: 80", "port: .inf")
+    problems = errors(copy, load_engines)
+    assert problems == [f"{copy}/engines/broken.yaml:1: $: not UTF-8 text (byte 0xff at offset 0): a binary file?",
+                        f"{copy}/engines/tgi.yaml:{line}: tgi: $.port: '.inf' is not a JSON number (NaN and Infinity "
+                        "cannot be sent)"]
+
+
+def test_a_duplicate_key_in_an_engine_spec_names_both_lines(copy):
+    path = copy / "engines" / "vllm.yaml"
+    first = edit(path, "port: 8000\n", "port: 8000\nport: 8001\n")
+    (problem,) = errors(copy, load_engines)
+    assert problem == f"{path}:{first + 1}: vllm: $.port: duplicate key 'port' (first at line {first})"
+
+
+def test_an_empty_model_registry_is_one_line(copy):
+    path = copy / "engines" / "models.yaml"
+    path.write_bytes(b"")
+    assert errors(copy) == [f"{path}: $: the file is empty: expected a mapping of fields"]
