@@ -122,12 +122,16 @@ class BoundedTransport(httpx.HTTPTransport):
         network = response.extensions.get("network_stream")
         sock = network.get_extra_info("socket") if network is not None else None
         response.stream = _Bounded(response.stream, deadline, self.max_bytes, sock)
+        # The client wraps the stream in its own: the bounds stay reachable for the reader through the response.
+        response.extensions[_BOUNDS] = response.stream
         return response
 
 
+_BOUNDS = "toolmatrix.bounds"
+
+
 def _bounded(response: httpx.Response) -> _Bounded | None:
-    stream = response.stream
-    return stream if isinstance(stream, _Bounded) else None
+    return response.extensions.get(_BOUNDS)
 
 
 def make_http(target: Target) -> httpx.Client:

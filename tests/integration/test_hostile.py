@@ -1,0 +1,96 @@
+"""A hostile server never costs the user their run: every case x mode gets its one record, bounded in time and
+size, the exit status is an ordinary failure (1), and nothing toolmatrix writes or prints holds the key.
+
+Each mode of ``toolmatrix.hostile`` answers three cases through the real plugin (two xdist workers). Figures
+for the whole library, with peak memory, come from ``benchmarks/bench_hostile.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers_engine import pytest_cmd
+from toolmatrix.hostile import MODES, HostileServer
+from toolmatrix.results import check_results, read_records
+
+pytestmark = pytest.mark.xdist_group("hostile")  # each test runs a suite of its own: not two at once
+
+KEY = "sk-hostile-secret-42"
+TIMEOUT_S = 1.0
+LIMIT = 2_000_000  # --max-answer-bytes: the 50 MB answer is cut to this; 10,000 calls (1.2 MB) fit
+SELECTION = "get_weather_paris or add_two_numbers or followup_weather"
+TIMED_OUT = ("error", "infra", r"http_status: timeout: no complete answer within 1 s \(the whole exchange\)")
+# mode -> (verdict, blame, reason) of its non-streamed single.get_weather_paris record
+EXPECTED = {
+    "endless_stream": TIMED_OUT,
+    "endless_body": TIMED_OUT,
+    "trickle": TIMED_OUT,
+    "huge": ("error", "engine", rf"http_status: answer of 52428\d\d\d bytes is over the limit of {LIMIT} "),
+    "many_calls": ("fail", "model", r"expected_calls: expected 1 call\(s\), got "),
+    "deep": ("fail", "engine", r"wire_shape: not JSON \(nested deeper than 128 levels\)"),
+    "surrogate": ("fail", "engine", r"wire_shape: not JSON \(lone surrogate '\\ud800': not Unicode text\)"),
+    "nan": ("fail", "engine", r"wire_shape: not JSON \(NaN is not a JSON value\)"),
+    "echo_key": ("fail", "engine", r"http_status: HTTP 401: .*Invalid key: Bearer \[REDACTED\]"),
+}
+
+
+def test_every_mode_has_an_expectation():
+    assert set(EXPECTED) == set(MODES)
+
+
+@pytest.fixture(scope="module", params=sorted(MODES))
+def hostile_run(request, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp(request.param)
+    with HostileServer(request.param) as server:
+        started = time.monotonic()
+        proc = subprocess.run(pytest_cmd("-n", "2", "--base-url", server.base_url, "--model", "m", "-k", SELECTION,
+                                         "--api-key-env", "TM_HOSTILE_KEY", "--request-timeout", str(TIMEOUT_S),
+                                         "--max-answer-bytes", str(LIMIT), "--results-dir", str(tmp_path / "r")),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "TM_HOSTILE_KEY": KEY})
+        return request.param, proc, time.monotonic() - started, tmp_path / "r"
+
+
+def test_a_hostile_answer_is_recorded_never_lost(hostile_run):
+    mode, proc, wall_s, results = hostile_run
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
+    records = list(read_records(results))
+    assert len({(r.case_id, r.mode) for r in records}) == len(records) == 6, "one record per case x mode"
+    assert check_results(results) == []
+    run = json.loads((results / "run.json").read_text())
+    assert run["exit_status"] == "complete" and sum(run["counts"].values()) == 6
+    # Each item waits for at most its own exchange (the stream reuses the non-streamed answer), plus start-up.
+    assert wall_s < 6 * TIMEOUT_S + 60
+    record = next(r for r in records if (r.case_id, r.mode) == ("single.get_weather_paris", "nonstream"))
+    verdict, blame, reason = EXPECTED[mode]
+    assert (record.verdict.value, record.blame.value) == (verdict, blame), record.reason
+    assert re.match(reason, record.reason), record.reason
+
+
+def test_the_key_is_in_nothing_written_or_printed(hostile_run):
+    _, proc, _, results = hostile_run
+    assert KEY not in proc.stdout + proc.stderr
+    written = [p for p in results.rglob("*") if p.is_file()]
+    assert len(written) >= 4  # results, run.json, the page and its table
+    assert not [p for p in written if KEY in p.read_text(errors="replace")]
+
+
+def test_what_was_sent_is_kept_as_sent(hostile_run):
+    """A body that is not strict JSON is kept verbatim as text; an answer over the limit is kept to the limit."""
+    mode, _, _, results = hostile_run
+    record = next(r for r in read_records(results) if (r.case_id, r.mode) == ("single.get_weather_paris", "nonstream"))
+    if mode in ("nan", "surrogate", "deep"):
+        assert record.response is None
+        assert {"nan": '"score": NaN', "surrogate": r"Paris \ud800", "deep": "[[[["}[mode] in record.raw_text
+    if mode == "huge":
+        assert (record.cut.limit_bytes, record.cut.whole) == (LIMIT, True)
+        assert record.cut.received_bytes > 50 * 2**20 and len(record.raw_text.encode()) == LIMIT
