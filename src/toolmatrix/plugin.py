@@ -9,14 +9,18 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import re
 import signal
+import tempfile
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import pytest
@@ -54,14 +58,57 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
     group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
-    group.addoption("--slots", metavar="N", type=int, default=2, help="parallel request slots the engine is started with (default 2)")
-    group.addoption("--request-timeout", metavar="S", type=float, default=180.0,
+    group.addoption("--slots", metavar="N", type=positive_int, default=2, help="parallel request slots the engine is started with (default 2)")
+    group.addoption("--request-timeout", metavar="S", type=positive_seconds, default=180.0,
                     help="seconds a whole exchange may take (headers, body, every stream chunk) before it is a timeout")
-    group.addoption("--max-answer-bytes", metavar="N", type=int, default=MAX_ANSWER_BYTES,
+    group.addoption("--max-answer-bytes", metavar="N", type=positive_int, default=MAX_ANSWER_BYTES,
                     help=f"bytes of one answer that are kept and checked; a longer one is an error (default {MAX_ANSWER_BYTES})")
     group.addoption("--evidence", choices=[m.value for m in EvidenceMode], default=EvidenceMode.FAILURES.value,
                     help="ask the engine what the model itself wrote (its render and raw completion) to decide blame: "
                          "off, failures (default: only where blame is in question), all (conformance on passes too)")
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds: finite and above zero (``nan``, ``inf``, 0 and negatives would never time out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
+    return value
+
+
+def check_base_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise pytest.UsageError(f"--base-url {url!r}: not an http(s) URL (e.g. http://host:8000/v1)")
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when asked
+    except ValueError as exc:
+        raise pytest.UsageError(f"--base-url {url!r}: {exc}") from None
+
+
+def check_results_dir(directory: str) -> None:
+    """A results directory that can be written, made here if it is new: found out before any engine starts."""
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise pytest.UsageError(f"--results-dir {directory}: exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        raise pytest.UsageError(f"--results-dir {directory}: cannot write there: {exc.strerror or exc}") from None
 
 
 def target_requested(config: pytest.Config) -> bool:
@@ -90,6 +137,8 @@ class RunState:
         if opt("--api-key-env") and not os.environ.get(opt("--api-key-env")):
             raise pytest.UsageError(f"--api-key-env {opt('--api-key-env')}: that environment variable is not set "
                                     f"(or empty); nothing was started")
+        if opt("--base-url"):
+            check_base_url(opt("--base-url"))
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
         paths += [Path(p) for p in opt("--cases")]
         try:
@@ -98,6 +147,10 @@ class RunState:
         except SpecErrors as exc:
             raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
         self.case_files = [str(p) for p in case_files(paths)]
+        if not self.cases:
+            where = ", ".join(self.case_files or map(str, paths))
+            raise pytest.UsageError(f"no cases to run: {where} hold no case" if where
+                                    else "no cases to run: --only-cases needs --cases PATH")
         self.family = get_family(self.model.family)  # registry families and TOOLMATRIX_FAMILY are validated
         self.launcher: Any = None
         self.writer: RecordWriter | None = None
@@ -266,6 +319,8 @@ class Controller:
         if config.getoption("collectonly"):
             return
         _stop_on_sigterm()
+        if config.getoption("--results-dir"):
+            check_results_dir(config.getoption("--results-dir"))
         state.launcher = state.make_launcher()
         started = time.monotonic()
         try:
