@@ -1,9 +1,10 @@
 """The pre-deploy gate: compare a run with a baseline run and answer with an exit status.
 
 Exit status: 0 the gate passed; 1 it failed (a case x mode that passed in the baseline does not pass now, or a
-category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable or invalid baseline,
-results or allowlist: never read as a pass). Cells in the allowlist are known not to work: they are neither
-regressions nor counted in pass rates. The JUnit XML has one test per case x mode and one per threshold.
+category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable, invalid or damaged
+baseline, results or allowlist: never read as a pass, nor as a regression). Cells in the allowlist are known not
+to work: they are neither regressions nor counted in pass rates. The JUnit XML has one test per case x mode and
+one per threshold.
 """
 
 from __future__ import annotations

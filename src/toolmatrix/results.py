@@ -6,7 +6,9 @@ enginewatch) builds them and every consumer (matrix, gate, check-results, the te
 
 One writer per file, always the pytest controller: records arrive in test reports (from xdist workers too) and
 are appended one complete line per ``write`` to ``results.jsonl.partial``, which becomes ``results.jsonl`` by
-an atomic rename when the run ends. Readers only ever see whole files.
+an atomic rename when the run ends. Readers only ever see whole files, and refuse one that is damaged all the
+same: a line that is not strict JSON (see ``jsontext``) or not a record, a case x mode recorded twice, or records
+that do not add up to run.json's counts.
 
 Records of format version 1 (before checks had an ``outcome`` and a ``kind``, and when ``status`` was the HTTP
 status) still load: the reader migrates them line by line.
@@ -30,6 +32,7 @@ import jsonschema_rs
 import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from toolmatrix import jsontext
 from toolmatrix.exitcodes import describe_exit
 from toolmatrix.specs import load_schema, validate_instance
 
@@ -37,6 +40,9 @@ SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
 RUN = "run.json"
 MAX_PROBLEMS = 5
+# A record holds engine JSON (at most jsontext.MAX_DEPTH levels) a few levels down: twice that is room enough,
+# and keeps every reader of a record (json, jsonschema, the page) well within Python's stack.
+RECORD_MAX_DEPTH = 2 * jsontext.MAX_DEPTH
 
 
 class Word(str, enum.Enum):
@@ -62,6 +68,11 @@ class Blame(Word):
     ENGINE = "engine"
     TEMPLATE = "template"
     INFRA = "infra"
+
+
+# By value, as a dict: calling the enum is a slow Python-level lookup, and the matrix makes one per record (10^6).
+_VERDICTS = {verdict.value: verdict for verdict in Verdict}
+_BLAMES = {blame.value: blame for blame in Blame}
 
 
 class CheckOutcome(Word):
@@ -427,7 +438,7 @@ class Line(NamedTuple):
     @property
     def outcome(self) -> Outcome:
         d = self.data
-        return Outcome(d["category"], Verdict(d["verdict"]), d["blame"] and Blame(d["blame"]), d["reason"],
+        return Outcome(d["category"], _VERDICTS[d["verdict"]], d["blame"] and _BLAMES[d["blame"]], d["reason"],
                        conformance(d["verdict"], d["checks"]))
 
     @property
@@ -447,8 +458,8 @@ def read_run_info(directory: Path) -> RunInfo:
     if not (directory / RECORDS).is_file():
         raise ResultsError(f"{directory}: no {RECORDS}")
     try:
-        data = json.loads(run_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = jsontext.loads(run_file.read_bytes(), max_depth=RECORD_MAX_DEPTH)  # held to what records are
+    except (OSError, jsontext.NotJSON) as exc:
         raise ResultsError(f"{run_file}: not readable JSON: {exc}") from None
     problems = validate_instance(data, "run.schema.json")
     if problems:
@@ -468,18 +479,11 @@ def _record_is_valid() -> Callable[[Any], bool]:
     return jsonschema_rs.validator_for(load_schema("record.schema.json")).is_valid
 
 
-def _parse(line: bytes) -> Any:
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)  # orjson is stricter (NaN, huge ints): let json decide
-
-
 def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict | None, list[str]]:
     """The record on one line (migrated), and what is wrong with it."""
     try:
-        data = _parse(line)
-    except ValueError as exc:
+        data = jsontext.loads(line, max_depth=RECORD_MAX_DEPTH)
+    except jsontext.NotJSON as exc:
         return None, [f"{path}:{number}: not JSON: {exc}"]
     if isinstance(data, dict):
         data = _migrate(data)
@@ -492,22 +496,73 @@ def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[d
                   f"(records of another run mixed in)"]
 
 
-def scan_records(info: RunInfo) -> Iterator[Line]:
-    """Every record of a run in file order; raises ResultsError at the first bad line."""
-    path = info.path / RECORDS
+class _Tally:
+    """What the records of a run add up to: each case x mode once, and as many of each verdict as run.json counts."""
+
+    def __init__(self, info: RunInfo):
+        self.info = info
+        self.first_lines: dict[tuple[str, str], int] = {}  # the line of each case x mode
+        self.counts: dict[str, int] = {}
+
+    def add(self, number: int, data: dict) -> list[str]:
+        """The problem with one more valid record: a case x mode recorded already."""
+        key = (data["case_id"], data["mode"])
+        first = self.first_lines.setdefault(key, number)
+        if first != number:
+            return [f"{self.info.path / RECORDS}:{number}: case {key[0]!r} [{key[1]}] recorded twice, on lines "
+                    f"{first} and {number}"]
+        self.counts[data["verdict"]] = self.counts.get(data["verdict"], 0) + 1
+        return []
+
+    def problems(self) -> list[str]:
+        """Records lost or added since run.json counted them (a run before counts were kept is not compared)."""
+        expected = {verdict: n for verdict, n in self.info.run.counts.items() if n}
+        if not self.info.run.counts or expected == self.counts:
+            return []
+        return [f"{self.info.path / RECORDS}: {_counted(self.counts, ' records')}, but {self.info.path / RUN} counts "
+                f"{_counted(expected)} (records lost or added since the run wrote them)"]
+
+
+def _counted(counts: dict[str, int], noun: str = "") -> str:
+    each = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
+    return f"{sum(counts.values())}{noun} ({each or 'none'})"
+
+
+def _records(info: RunInfo, problems: list[str] | None = None) -> Iterator[Line]:
+    """Every sound record of a run in file order, then whether they add up to run.json's counts. Without
+    ``problems``, the first problem raises ResultsError; with it, each is added there and reading goes on."""
+    path, tally, sound = info.path / RECORDS, _Tally(info), True
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
     with handle:
         for number, raw in enumerate(handle, 1):
-            if not raw.strip():
+            if raw.isspace():  # a blank line (isspace stops at the first other byte; strip would copy the line)
                 continue
-            data, problems = _line_problems(path, number, raw, info.run_id)
-            if problems:
-                # Reading on only to count would double the cost of a broken multi-GB file.
-                raise ResultsError(_summarize(problems))
-            yield Line(number, raw, data)
+            data, found = _line_problems(path, number, raw, info.run_id)
+            found = found or tally.add(number, data)
+            if found:
+                _report(found, problems)
+                sound = False
+            else:
+                yield Line(number, raw, data)
+    found = tally.problems() if sound else []  # a bad line already explains a count that is off
+    if found:
+        _report(found, problems)
+
+
+def _report(found: list[str], problems: list[str] | None) -> None:
+    if problems is None:
+        # Reading on only to count would double the cost of a broken multi-GB file.
+        raise ResultsError(_summarize(found))
+    problems += found
+
+
+def scan_records(info: RunInfo) -> Iterator[Line]:
+    """Every record of a run in file order; raises ResultsError at the first bad line, a case x mode recorded
+    twice, or, at the end, records that do not add up to run.json's counts."""
+    return _records(info)
 
 
 def read_records(directory: Path) -> Iterator[Record]:
@@ -517,21 +572,18 @@ def read_records(directory: Path) -> Iterator[Record]:
 
 
 def read_outcomes(info: RunInfo) -> dict[tuple[str, str], Outcome]:
-    """Every ``(case_id, mode)`` of a run and its outcome (a repeated case x mode: the last record wins)."""
+    """Every ``(case_id, mode)`` of a run and its outcome; raises ResultsError as ``scan_records`` does."""
     return {(line.data["case_id"], line.data["mode"]): line.outcome for line in scan_records(info)}
 
 
 def check_results(directory: Path) -> list[str]:
     """Every problem in a results directory (not only the first), as ``file:line: $.path: message`` lines."""
+    problems: list[str] = []
     try:
-        info = read_run_info(directory)
+        for _ in _records(read_run_info(directory), problems):
+            pass
     except ResultsError as exc:
         return [str(exc)]
-    problems: list[str] = []
-    with (directory / RECORDS).open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if raw.strip():
-                problems += _line_problems(directory / RECORDS, number, raw, info.run_id)[1]
     return problems
 
 

@@ -152,7 +152,7 @@ def test_cli_exit_status_and_messages(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "m1@e1: 100% of 2" in out and f"skipped: {tmp_path / 'empty'}: no results directory" in err
     assert main(["matrix", "build", str(tmp_path / "good"), str(tmp_path / "empty"), "-o", str(tmp_path / "o"),
-                 "--strict"]) == 1
+                 "--strict"]) == 2
     assert main(["matrix", "build", str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
 

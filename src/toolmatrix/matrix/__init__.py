@@ -33,7 +33,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if not report.cells:
         print("toolmatrix matrix build: no usable results directory among the inputs", file=sys.stderr)
         return 2
-    return 1 if args.strict and report.skipped else 0
+    return 2 if args.strict and report.skipped else 0  # an input error, as when nothing was usable
 
 
 def _positive(text: str) -> int:
@@ -50,12 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "build", help="merge results directories into index.html, matrix.md and matrix.json",
         description="Merge results directories (the newest run of each MODEL@ENGINE pair wins; the one before it "
                     "gives the history) into DIR/index.html, DIR/matrix.md and DIR/matrix.json. Unusable inputs are "
-                    "reported and skipped. Exit status: 0 built, 1 built but inputs skipped (--strict), 2 nothing "
-                    "usable.")
+                    "reported and skipped. Exit status: 0 built; 2 nothing usable, or (--strict) any input "
+                    "skipped.")
     build.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, or a directory holding some")
     build.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="where to write the matrix")
     build.add_argument("--title", metavar="TEXT", default="toolmatrix", help="page title (default: toolmatrix)")
     build.add_argument("-j", "--jobs", metavar="N", type=_positive, default=1,
                        help="read N pairs at once in worker processes (default 1; for big matrices)")
-    build.add_argument("--strict", action="store_true", help="exit 1 when any input was skipped")
+    build.add_argument("--strict", action="store_true",
+                       help="exit 2 when any input was skipped (the matrix of the others is still written)")
     build.set_defaults(func=_cmd_build)
