@@ -319,9 +319,9 @@ class Controller:
         if config.getoption("collectonly"):
             return
         _stop_on_sigterm()
+        state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
         if config.getoption("--results-dir"):
             check_results_dir(config.getoption("--results-dir"))
-        state.launcher = state.make_launcher()
         started = time.monotonic()
         try:
             endpoint = state.launcher.start()
@@ -343,9 +343,6 @@ class Controller:
         if self.crashed:  # the crashed case ran again after all
             self.crashed.pop(item_key(report.nodeid), None)
         self.write(Posted(*props[RECORD_KEY]))
-        # pytest keeps every report to the end of the session: keep the record's line out of it, so the
-        # controller's memory does not grow with everything the engine answered.
-        report.user_properties = [(k, v) for k, v in report.user_properties if k != RECORD_KEY]
 
     def write(self, posted: Posted) -> None:
         posted = self.watch.observe(posted)
@@ -427,6 +424,26 @@ def _stop_on_sigterm() -> None:
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, handler)
+
+
+# A record's line holds all the engine answered (up to --max-answer-bytes), and pytest keeps every item and every
+# report to the end of the session: the line lives in the call report alone, and only until it is written.
+
+def forget_record(properties: list) -> None:
+    properties[:] = [(k, v) for k, v in properties if k != RECORD_KEY]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield  # a report copies the item's properties: the teardown report would carry the line again
+    if call.when == "call":
+        forget_record(item.user_properties)
+    return report
+
+
+@pytest.hookimpl(trylast=True)  # after the controller has written it, or xdist has sent it from a worker
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    forget_record(report.user_properties)
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
