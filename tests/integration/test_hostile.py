@@ -17,6 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import pytest_cmd
+from toolmatrix import runner as runner_module
+from toolmatrix.cases import load_cases
+from toolmatrix.client import Target, make_client
+from toolmatrix.fake import FakeServer, Reply, first_tool
+from toolmatrix.formats import get_family
 from toolmatrix.hostile import MODES, HostileServer
 from toolmatrix.results import check_results, read_records
 
@@ -94,3 +99,53 @@ def test_what_was_sent_is_kept_as_sent(hostile_run):
     if mode == "huge":
         assert (record.cut.limit_bytes, record.cut.whole) == (LIMIT, True)
         assert record.cut.received_bytes > 50 * 2**20 and len(record.raw_text.encode()) == LIMIT
+
+
+def test_a_harness_failure_on_one_answer_is_that_answers_error_record(monkeypatch):
+    """toolmatrix failing on one answer (here: a check that raises) costs that answer's record its verdict,
+    never the run: the record is an ``error`` naming the exception, with the exchange kept, and the next answer
+    is judged as usual."""
+    case = next(c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])
+                if c.id == "faults.single")
+    checks = runner_module.run_checks
+
+    def fragile(inputs, prefix=""):
+        if inputs.exchange.mode == "stream":
+            raise RecursionError("maximum recursion depth exceeded")
+        return checks(inputs, prefix)
+
+    monkeypatch.setattr(runner_module, "run_checks", fragile)
+    with FakeServer(lambda body: Reply(calls=(("get_weather", {"city": "Paris"}),))) as server:
+        runner = runner_module.Runner(make_client(Target(server.base_url, "fake")), "fake", get_family("hermes"),
+                                      paired=frozenset({case.id}))
+        stream, nonstream = runner.run(case, "stream"), runner.run(case, "nonstream")
+    assert (stream.verdict.value, stream.blame.value) == ("error", "infra")
+    assert stream.reason == "harness: RecursionError: maximum recursion depth exceeded"
+    assert [(c.name, c.kind) for c in stream.checks] == [("harness", "HARNESS")]
+    assert stream.chunks and stream.http_status == 200, "the exchange is kept"
+    assert nonstream.verdict.value == "pass"
+    assert len(server.requests) == 2, "the stream's reference served the non-streamed record"
+
+
+FAILING_CONTROLLER = '''
+import os
+def pytest_runtest_logreport(report):
+    if report.when == "call" and not os.environ.get("PYTEST_XDIST_WORKER") and report.nodeid.endswith("-stream]"):
+        raise RuntimeError("toolmatrix bug outside any answer")
+'''
+
+
+def test_an_internal_error_is_never_a_complete_run(tmp_path):
+    """An INTERNALERROR stops the run: run.json says so, and its counts are the records actually written."""
+    (tmp_path / "failing_controller.py").write_text(FAILING_CONTROLLER)
+    with FakeServer(first_tool) as server:
+        proc = subprocess.run(pytest_cmd("-p", "failing_controller", "--base-url", server.base_url, "--model", "m",
+                                         "-k", "single", "--results-dir", str(tmp_path / "r")),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    written = (tmp_path / "r" / "results.jsonl").read_text().splitlines()
+    assert run["exit_status"] == "internal_error"
+    assert sum(run["counts"].values()) == len(written) >= 1
+    assert check_results(tmp_path / "r") == []
