@@ -18,6 +18,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Iterator
 
+import attrs
+
 MB = 1024 * 1024
 
 
@@ -56,13 +58,15 @@ def _as_stream(message: dict) -> Iterator[bytes]:
     return _events([json.dumps(_chunk(delta)), json.dumps(_chunk({}, finish))])
 
 
+@attrs.frozen
 class Answer:
-    """What one mode sends: a status, and the body as pieces of bytes (an iterator may never end)."""
+    """What one mode sends: the body as pieces of bytes (an iterator may never end), each after ``pause_s``."""
 
-    def __init__(self, pieces: Iterable[bytes], status: int = 200, length: int | None = None,
-                 content_type: str = "application/json", pause_s: float = 0.0):
-        self.pieces, self.status, self.length = pieces, status, length
-        self.content_type, self.pause_s = content_type, pause_s
+    pieces: Iterable[bytes]
+    status: int = 200
+    length: int | None = None  # Content-Length; None: the body ends when the connection does
+    content_type: str = "application/json"
+    pause_s: float = 0.0
 
 
 def _whole(text: str | bytes, stream: bool, status: int = 200) -> Answer:
