@@ -1,5 +1,5 @@
 """What does a hostile server cost a run of the whole library? Per mode of ``toolmatrix.hostile``: the wall time,
-the bound it must stay within (items x --request-timeout, over the workers), the peak memory of the whole pytest
+the bound it must stay within (items x --request-timeout; split over the workers, the least it can take), the peak memory of the whole pytest
 tree (controller and workers, summed, sampled every 0.2 s), the records written, and whether anything printed a
 traceback. Target: within the bound, under 1 GB, one record per case x mode.
 
@@ -83,8 +83,9 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2, dest="workers", help="xdist workers")
     args = parser.parse_args()
     items = 2 * len(load_cases([data_root() / "cases"]))
-    bound = items * args.timeout / args.workers
-    print(f"{items} items, -n {args.workers}, --request-timeout {args.timeout:g} s: bound {bound:.0f} s plus start-up")
+    bound = items * args.timeout
+    print(f"{items} items, -n {args.workers}, --request-timeout {args.timeout:g} s: bound items x timeout = {bound:.0f} s "
+          f"({bound / args.workers:.0f} s split over the workers, plus start-up)")
     print(f"{'mode':<15} {'wall s':>7} {'peak MB':>8} {'records':>8} {'exit':>5}  traceback")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in args.modes:
