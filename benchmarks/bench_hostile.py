@@ -1,7 +1,7 @@
-"""What does a hostile server cost a run of the whole library? Per mode of ``toolmatrix.hostile``: the wall time,
-the bound it must stay within (items x --request-timeout; split over the workers, the least it can take), the peak memory of the whole pytest
-tree (controller and workers, summed, sampled every 0.2 s), the records written, and whether anything printed a
-traceback. Target: within the bound, under 1 GB, one record per case x mode.
+"""What does a hostile server cost a run of the whole library? Per mode of ``toolmatrix.hostile``: the wall time
+against its bound (items x --request-timeout; split over the workers, the least it can take), the peak memory of
+the whole pytest tree (controller and workers, summed, sampled every 0.2 s), the records written, and whether
+anything printed a traceback. Target: within the bound, under 1 GB, one record per case x mode.
 
     python benchmarks/bench_hostile.py [--modes huge trickle] [--timeout 1] [-n 2]
 """
