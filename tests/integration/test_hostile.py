@@ -127,10 +127,9 @@ def test_a_harness_failure_on_one_answer_is_that_answers_error_record(monkeypatc
     assert len(server.requests) == 2, "the stream's reference served the non-streamed record"
 
 
-FAILING_CONTROLLER = '''
-import os
+FAILING_CONTROLLER = '''  # the run below has no workers: this hook runs in the controller
 def pytest_runtest_logreport(report):
-    if report.when == "call" and not os.environ.get("PYTEST_XDIST_WORKER") and report.nodeid.endswith("-stream]"):
+    if report.when == "call" and report.nodeid.endswith("-stream]"):
         raise RuntimeError("toolmatrix bug outside any answer")
 '''
 
