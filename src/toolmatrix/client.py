@@ -32,7 +32,6 @@ from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.results import Cut
 
 MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
-KEEPALIVE_S = 2.0
 
 
 @attrs.frozen
@@ -114,9 +113,7 @@ class BoundedTransport(httpx.HTTPTransport):
     """The openai client's transport, with a deadline for each whole exchange and a limit on what is kept."""
 
     def __init__(self, timeout_s: float, max_bytes: int):
-        # An idle connection is reused for at most 2 s: servers close idle ones after 5 s (cpp-httplib in
-        # llama-server, uvicorn), and one reused as the server closes it fails with no answer, a false infra error.
-        super().__init__(limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S))
+        super().__init__()
         self.timeout_s, self.max_bytes = timeout_s, max_bytes
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
