@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
 import time
 from typing import Any, Iterator
 
@@ -65,23 +63,13 @@ HTTPError = httpx.HTTPError
 class _Bounded(httpx.SyncByteStream):
     """An answer's body, read until it ends, the deadline passes, or (counting on, keeping nothing) past the limit."""
 
-    def __init__(self, inner: httpx.SyncByteStream, deadline: float, limit: int, sock: socket.socket | None):
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float, limit: int):
+        # Checked after every piece; a server silent mid-answer is ended by the per-read timeout, so the whole
+        # exchange takes at most twice the timeout. (A timer that shut the socket down at the deadline once
+        # ended other exchanges: a pooled socket outlives its exchange.)
         self.inner, self.deadline, self.limit = inner, deadline, limit
         self.received = 0
         self.expired = False
-        # A server that goes quiet mid-answer would hold a read for a whole read timeout: at the deadline the
-        # socket is shut down, which ends any read blocked on it at once.
-        self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire, (sock,))
-        self._watchdog.daemon = True
-        self._watchdog.start()
-
-    def _expire(self, sock: socket.socket | None) -> None:
-        self.expired = True
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def __iter__(self) -> Iterator[bytes]:
         try:
@@ -99,7 +87,6 @@ class _Bounded(httpx.SyncByteStream):
                 raise
 
     def close(self) -> None:
-        self._watchdog.cancel()
         self.inner.close()
 
     @property
@@ -119,9 +106,7 @@ class BoundedTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         deadline = time.monotonic() + self.timeout_s  # the headers themselves wait at most timeout_s (httpx)
         response = super().handle_request(request)
-        network = response.extensions.get("network_stream")
-        sock = network.get_extra_info("socket") if network is not None else None
-        response.stream = _Bounded(response.stream, deadline, self.max_bytes, sock)
+        response.stream = _Bounded(response.stream, deadline, self.max_bytes)
         # The client wraps the stream in its own: the bounds stay reachable for the reader through the response.
         response.extensions[_BOUNDS] = response.stream
         return response
