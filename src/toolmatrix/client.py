@@ -80,11 +80,13 @@ class _Bounded(httpx.SyncByteStream):
                     yield piece[:kept]
                 if time.monotonic() >= self.deadline:
                     self.expired = True
-                if self.expired:
                     return
         except httpx.HTTPError:
-            if not self.expired:  # a broken stream is the server's; one we cut at the deadline is not
+            # A read that timed out past the deadline (a server silent mid-answer) is the exchange's timeout;
+            # any other break in the stream is the server's.
+            if time.monotonic() < self.deadline:
                 raise
+            self.expired = True
 
     def close(self) -> None:
         self.inner.close()
