@@ -14,7 +14,7 @@ PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 # What every launcher fills in: the parts of a spec that any launcher renders (served_model, tool arguments,
 # readiness requests) may use these only.
 COMMON = frozenset({"host", "port", "served_name", "slots", "ctx_size", "chat_template", "weights"})
-PROCESS = COMMON | {"threads", "last_cpu"}  # a local process: the machine's own cores
+PROCESS = COMMON | {"threads", "cpus"}  # a local process: the cores it leases (launchers/cores.py)
 # Paths inside the container; and the docker command item that the weights_args of the model's source replace.
 DOCKER = COMMON | {"models_dir", "weights_name", "weights_file", "revision", "weights_args"}
 WEIGHTS_ARGS = "{weights_args}"

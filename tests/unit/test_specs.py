@@ -298,7 +298,7 @@ def test_an_unknown_placeholder_is_a_spec_error_at_load(copy):
                 '--parallel, "{slotz}", --ctx-size, "{ctx_size}", --threads')
     (problem,) = errors(copy, load_engines)
     assert problem.startswith(f"{path}:{line}: llamacpp: $.process.args[") and "unknown placeholder {slotz}" in problem
-    assert "(known here: " in problem and "slots" in problem and "last_cpu" in problem
+    assert "(known here: " in problem and "slots" in problem and "cpus" in problem
 
 
 def test_a_docker_only_placeholder_in_a_process_argument_is_refused(copy):

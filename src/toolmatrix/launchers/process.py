@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from toolmatrix.launchers import cores
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
 from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.placeholders import names_in, render, render_args
@@ -125,6 +126,7 @@ class ProcessLauncher:
         self.weights: Path | None = None
         self.values: dict[str, str] = {}
         self.root_url = ""
+        self.lease: cores.Lease | None = None  # the cores the running engine spins on
 
     def command(self, port: int, fetch: bool = True) -> list[str]:
         """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
@@ -137,11 +139,18 @@ class ProcessLauncher:
         self.values = {
             "host": "127.0.0.1", "port": str(port), "weights": str(self.weights or ""),
             "chat_template": str(self.model.chat_template or ""), "served_name": self.model.served_name,
-            "slots": str(self.slots), "ctx_size": str(context_size(self.slots)), "threads": str(os.cpu_count() or 2),
-            "last_cpu": str((os.cpu_count() or 1) - 1),
+            "slots": str(self.slots), "ctx_size": str(context_size(self.slots)),
+            **self._cpu_values(),
         }
         # An argument that renders empty goes with its flag (no chat template: no --chat-template-file).
         return render_args([*self.engine.process.args, *self.engine.tool_args(self.model)], self.values)
+
+    def _cpu_values(self) -> dict[str, str]:
+        """``{threads}`` and ``{cpus}``: the leased cores of a started engine; all usable ones for a plan."""
+        if self.lease is not None:
+            return {"threads": str(self.lease.threads), "cpus": self.lease.cpu_list}
+        usable = cores.usable_cpus()
+        return {"threads": str(len(usable)), "cpus": cores.Lease("", tuple(usable)).cpu_list}
 
     def spec_env(self) -> dict[str, str]:
         """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
@@ -154,7 +163,12 @@ class ProcessLauncher:
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
         port = free_port()
-        self.argv = [str(binary), *self.command(port)]
+        self.lease = cores.lease()
+        try:
+            self.argv = [str(binary), *self.command(port)]
+        except BaseException:
+            self._release_cores()
+            raise
         self.root_url = f"http://127.0.0.1:{port}"
         env = {**os.environ, **self.spec_env()}
         with self.log_path.open("wb") as log:
@@ -169,14 +183,19 @@ class ProcessLauncher:
         return Endpoint(self.root_url + self.engine.api_prefix, self.served_model())
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._release_cores()
+
+    def _release_cores(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
