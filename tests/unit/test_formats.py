@@ -91,6 +91,9 @@ EXAMPLES = [
     example("llama3_json-tag", "llama3_json", "<|python_tag|>" + LLAMA_WEATHER, [WEATHER]),
     example("llama3_json-bare", "llama3_json", LLAMA_WEATHER, [WEATHER]),
     example("llama3_json-two-semicolon", "llama3_json", f"{LLAMA_WEATHER}; {LLAMA_TIME}", [WEATHER, TIME]),
+    example("json_lines-two", "json_lines", f"{WEATHER_JSON}\n{TIME_JSON}", [WEATHER, TIME]),
+    example("json_lines-after-words", "json_lines",
+            f"Checking.\n  {WEATHER_JSON}", [WEATHER], "Checking."),
     example("pythonic-one", "pythonic", '[get_weather(city="Paris")]', [WEATHER]),
     example("pythonic-two", "pythonic", PYTHONIC_TWO, [WEATHER, TIME]),
     example("llama4-one", "llama4", '[get_weather(city="Paris")]', [WEATHER]),
@@ -486,8 +489,9 @@ def test_deepseek_markers_use_the_full_width_code_points():
 
 @pytest.mark.parametrize(("family", "text", "calls", "content"), EXAMPLES)
 def test_a_leaked_example_shows_markers(family, text, calls, content):
-    """Raw calls left in content are visible, except pythonic lists and bare Llama 3 JSON (no marker)."""
-    if not text.startswith(("[get_weather(", "{")):
+    """Raw calls left in content are visible, except pythonic lists and bare JSON objects (Llama 3's, json_lines):
+    those formats have no marker."""
+    if not text.startswith(("[get_weather(", "{")) and family != "json_lines":
         assert get_family(family).find_markers(text)
 
 

@@ -285,7 +285,7 @@ def test_engines_table_and_json(capsys):
     assert rows["llamacpp"]["launchers"] == ["docker", "process"]
     assert rows["llamacpp"]["variants"]["local"] == "toolmatrix/llama-server:local"
     assert rows["ollama"]["readiness"] == ["/api/version", "POST /api/pull", "POST /api/show"]
-    assert rows["ollama"]["families"] == "all but gemma3" and rows["vllm"]["families"] == "20 listed"
+    assert rows["ollama"]["families"] == "all but gemma3" and rows["vllm"]["families"] == "21 listed"
     assert rows["tgi"]["unsupported"]["parallel_calls"].startswith("TGI's tool grammar admits one JSON object")
 
 

@@ -76,6 +76,8 @@ PARSERS: dict[str, Parser] = {
     "llama3_json": json_blocks(  # [2.3] the bare form counts only at the start of the text
         JsonSpec(opener=re.compile(r'<\|python_tag\|>|\A\s*(?=\{\s*"name"\s*:)'), separator=";")
     ),
+    # toolmatrix's Qwen2.5-Coder template: one bare call object per line, each at the start of a line
+    "json_lines": json_blocks(JsonSpec(opener=re.compile(r'^[ \t]*(?=\{\s*"name"\s*:)', re.MULTILINE))),
     "mistral_v3": json_blocks(JsonSpec(opener=re.compile(r"\[TOOL_CALLS\]"))),  # [2.5]
     "granite": json_blocks(  # [2.10] 3.0 and 3.1
         JsonSpec(opener=re.compile(r"<\|tool_call\|>|<tool_call>"), closer="</tool_call>")
