@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
+DEFAULT = "qwen2.5-coder-0.5b"  # the embedded default (engines/models.yaml says so in its title)
 
 
 def fenced_blocks(text: str) -> list[str]:
@@ -12,10 +13,17 @@ def fenced_blocks(text: str) -> list[str]:
 
 def test_readme_opens_with_main_job_then_tests():
     main, tests = fenced_blocks((ROOT / "README.md").read_text())[:2]
-    assert "--engine=llamacpp --model=gemma3-270m" in main and main.startswith("pip install")
+    assert f"--engine=llamacpp --model={DEFAULT}" in main and main.startswith("pip install")
     assert tests.startswith("pip install") and "pytest" in tests
 
 
 def test_ci_runs_the_readme_test_command():
     tests = fenced_blocks((ROOT / "README.md").read_text())[1]
     assert tests in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_the_default_is_the_registry_model_that_says_so():
+    from toolmatrix.registry import load_models
+
+    defaults = [model.id for model in load_models().values() if "the embedded default" in model.title]
+    assert defaults == [DEFAULT]
