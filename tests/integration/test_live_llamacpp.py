@@ -1,4 +1,4 @@
-"""End to end against the real embedded default: llama.cpp's llama-server on CPU with Gemma 3 270M.
+"""End to end against the real embedded default: llama.cpp's llama-server on CPU with Qwen2.5-Coder 0.5B.
 
 These start the real engine through the plugin, exactly as a user does (``pytest --engine --model``), in a
 subprocess so that xdist, signals and exit codes are the real ones. The first run builds llama-server if the
@@ -23,18 +23,19 @@ import pytest
 
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
-from toolmatrix.registry import cache_dir, data_root
+from toolmatrix.registry import cache_dir, data_root, load_models
 from toolmatrix.results import RECORDS, read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
 ROOT = Path(__file__).parents[2]
+MODEL = load_models()["qwen2.5-coder-0.5b"]  # the embedded default
 # A slice of the library that touches every check and both modes, small enough for CI on 2 cores.
 SUBSET = "single or tool_choice or unicode or no_params"
 
 
 def pytest_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
-            str(ROOT / "pyproject.toml"), "--engine=llamacpp", "--model=gemma3-270m", *args]
+            str(ROOT / "pyproject.toml"), "--engine=llamacpp", f"--model={MODEL.id}", *args]
 
 
 def llama_servers() -> list[str]:
@@ -67,9 +68,8 @@ def test_live_run_completes_with_valid_results(live_run):
     assert stream.request["stream"] is True and stream.chunks
     run = json.loads((results / "run.json").read_text())
     assert run["engine"]["launcher"] == "process" and "--jinja" in run["engine"]["flags"]
-    assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
-    template = ROOT / "engines" / "templates" / "gemma3-tools.jinja"
-    assert run["model"]["chat_template_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()
+    assert run["model"]["weights_sha256"] == MODEL.weights["gguf"]["sha256"]
+    assert run["model"]["chat_template_sha256"] == hashlib.sha256(MODEL.chat_template.read_bytes()).hexdigest()
     assert sum(run["counts"].values()) == len(records)
 
 
@@ -89,8 +89,6 @@ def test_failures_carry_the_models_own_words(live_run):
         assert len(r.evidence.prompt_sha256) == 64 and r.evidence.raw_text is not None
     # The engine's render beside our template rendered by transformers: llama-server adds "parameters": {} to a
     # tool that declares none, a real difference the comparison must show.
-    # The engine's render beside our template rendered by transformers: llama-server adds "parameters": {} to a
-    # tool that declares none, a real difference the comparison must show.
     omitted = [r for r in failed if r.case_id == "no_params.parameters_omitted"]
     assert omitted and all(not r.evidence.template.same and '"parameters": {}' in r.evidence.template.diff
                            for r in omitted)
@@ -100,13 +98,14 @@ def test_failures_carry_the_models_own_words(live_run):
 
 def test_engine_started_once_under_xdist(live_run):
     proc, _ = live_run
-    assert len(re.findall(r"toolmatrix: gemma3-270m@llamacpp ready at", proc.stdout)) == 1
+    assert len(re.findall(rf"toolmatrix: {re.escape(MODEL.id)}@llamacpp ready at", proc.stdout)) == 1
     assert "created: 2/2 workers" in proc.stdout
 
 
 def test_summary_table_per_category(live_run):
     proc, _ = live_run
-    table = proc.stdout[proc.stdout.index("toolmatrix: gemma3-270m@llamacpp ="):] if "gemma3-270m@llamacpp =" in proc.stdout else proc.stdout
+    heading = f"toolmatrix: {MODEL.id}@llamacpp ="
+    table = proc.stdout[proc.stdout.index(heading):] if heading in proc.stdout else proc.stdout
     for category in ("single", "tool_choice", "unicode", "no_params", "TOTAL"):
         assert re.search(rf"^\| {category}\s+\|", table, re.M), table[-2500:]
 
