@@ -347,7 +347,10 @@ def main(argv: list[str] | None = None) -> None:
     def responder(body: dict) -> Reply:
         if args.die_after is not None and next(answered) > args.die_after:
             print(f"fake engine: dying after {args.die_after} chat requests", file=sys.stderr, flush=True)
-            os._exit(DIED)  # at once, from this handler thread: connections are cut as in a crash
+            # An answer given just before, still being written by its own thread, reaches its client first: the
+            # run must see exactly N answers. Then at once, from this handler thread, as in a crash.
+            time.sleep(0.5)
+            os._exit(DIED)
         time.sleep(args.delay)
         return first_tool(body)
 

@@ -36,6 +36,7 @@ DATA = ROOT / "src" / "toolmatrix" / "data"
 IMAGE = "toolmatrix/llama-server:local"
 MODEL = "qwen2.5-coder-0.5b"  # the embedded default
 SUBSET = "single"  # the single-call cases, both modes: small enough for 2 cores
+LONG = "many_tools or unicode or multi_turn"  # still running a few seconds after the engine is ready
 
 
 def pytest_cmd(*args: str) -> list[str]:
@@ -101,7 +102,8 @@ def test_suite_runs_in_the_container_with_valid_results(docker_run, image):
     assert len(pairs) == len(records) >= 14, "one record per case x mode, none lost or doubled"
     assert {mode for _, mode in pairs} == {"nonstream", "stream"}
     assert all(r.case_id.startswith(("single.", "parallel.disabled_single")) for r in records)
-    assert not [r for r in records if r.verdict == "error"], "an infra error means the container misbehaved"
+    # An engine's 500 is a finding (llama-server's parser rejects some answers); an infra error is the container.
+    assert not [r for r in records if r.verdict == "error" and r.blame == "infra"], "the container misbehaved"
     engine = run["engine"]
     assert engine["launcher"] == "docker" and engine["variant"] == "local"
     assert engine["image"] == IMAGE and engine["image_digest"] == image.id  # no registry: the image ID
@@ -124,7 +126,7 @@ def test_container_started_once_and_removed(docker_run, client):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_container_removed_when_the_run_is_interrupted(client, image, tmp_path, sig):
-    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", SUBSET, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
+    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 600
