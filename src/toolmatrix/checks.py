@@ -28,12 +28,13 @@ MODEL, ENGINE, TEMPLATE, INFRA = Blame.MODEL, Blame.ENGINE, Blame.TEMPLATE, Blam
 
 # The kinds of an HTTP_ERROR: the first two mean the exchange itself failed (verdict error), the others that
 # the engine answered, wrongly (verdict fail).
-TRANSPORT = "HTTP_ERROR.transport"  # nothing came back: timeout, refused connection, broken stream
+TRANSPORT = "HTTP_ERROR.transport"  # nothing came back: timeout, refused connection
+BROKEN_OFF = "HTTP_ERROR.broken_off"  # the engine began an answer and closed the connection before its end
 SERVER_ERROR = "HTTP_ERROR.server"  # a valid request answered with a status that is neither 2xx nor 4xx
 CLIENT_ERROR = "HTTP_ERROR.client"  # a valid request refused with a 4xx
 ACCEPTED_INVALID = "HTTP_ERROR.accepted_invalid"  # an invalid request not answered with a 4xx
 OVERSIZE = "HTTP_ERROR.oversize"  # an answer longer than the client keeps (--max-answer-bytes)
-EXCHANGE_FAILED = frozenset({TRANSPORT, SERVER_ERROR, OVERSIZE})
+EXCHANGE_FAILED = frozenset({TRANSPORT, BROKEN_OFF, SERVER_ERROR, OVERSIZE})
 HARNESS = "HARNESS"  # toolmatrix itself failed on this answer (a record's kind, never a check's)
 
 
@@ -134,12 +135,14 @@ def _short(value: Any, limit: int = 80) -> str:
 
 @check("HTTP_ERROR")
 def check_http_status(ev: CheckInput) -> Finding:
-    """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, an answer over the size limit, or a
-    2xx/5xx on an invalid one."""
+    """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, an answer the engine broke off or
+    made over the size limit, or a 2xx/5xx on an invalid one."""
     ex = ev.exchange
     body = _short(ex.response if ex.response is not None else ex.raw_text or "", 160)
     if ex.cut is not None and ex.cut.whole:  # the engine finished an answer no client should have to hold
         return failed(ENGINE, ex.error, OVERSIZE)
+    if ex.broken_off:  # llama-cpp-python cuts a stream when a second request arrives
+        return failed(ENGINE, f"the engine broke off its HTTP {ex.http_status} answer: {ex.error}", BROKEN_OFF)
     if ex.error is not None:
         return failed(INFRA, ex.error, TRANSPORT)
     if ev.expect.reject:

@@ -205,13 +205,15 @@ def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, 
     elif cut is not None:
         error = (f"answer of {cut.received_bytes} bytes is over the limit of {cut.limit_bytes} "
                  f"(--max-answer-bytes); the first {cut.limit_bytes} are kept")
+    # A body that ended early, neither at our deadline nor at our limit: the engine broke off its own answer.
+    broken_off = error is not None and cut is None and not (bounded is not None and bounded.expired)
     text = body.decode("utf-8", errors="replace")
     if mode == "stream" and response.is_success:
         return Exchange(mode, request, http_status=response.status_code, chunks=tuple(_sse_payloads(text)),
-                        error=error, cut=cut, latency_s=latency_s)
+                        error=error, cut=cut, latency_s=latency_s, broken_off=broken_off)
     parsed = _json_or_none(body)
     return Exchange(mode, request, http_status=response.status_code, response=parsed, error=error, cut=cut,
-                    raw_text=None if parsed is not None else text, latency_s=latency_s)
+                    raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off)
 
 
 def send(connection: Connection, body: dict, mode: Mode) -> Exchange:

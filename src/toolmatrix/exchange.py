@@ -63,6 +63,7 @@ class Exchange:
     latency_s: float = 0.0
     raw_text: str | None = None  # body text when it was not JSON
     cut: Cut | None = None  # the answer was longer than the client keeps
+    broken_off: bool = False  # the engine began an answer (status and headers) and closed it unfinished
 
     @property
     def ok(self) -> bool:

@@ -142,6 +142,14 @@ def nan(body: dict, auth: str) -> Answer:
     return _finite(message, bool(body.get("stream")))
 
 
+def broken_off(body: dict, auth: str) -> Answer:
+    """Half of a valid answer whose Content-Length promises all of it, then the connection closed: an engine that
+    broke off its own answer (llama-cpp-python's server cuts a stream when a second request arrives)."""
+    answer = _finite(_message("It is sunny in Paris."), bool(body.get("stream")))
+    data = b"".join(answer.pieces)
+    return Answer([data[: len(data) // 2]], length=len(data), content_type=answer.content_type)
+
+
 def echo_key(body: dict, auth: str) -> Answer:
     """The request's key echoed back: in a 401 body for a plain request, in the content of a streamed answer."""
     if body.get("stream"):
@@ -150,7 +158,7 @@ def echo_key(body: dict, auth: str) -> Answer:
 
 
 MODES: dict[str, Callable[[dict, str], Answer]] = {f.__name__: f for f in (
-    endless_stream, endless_body, trickle, huge, many_calls, deep, surrogate, nan, echo_key)}
+    endless_stream, endless_body, trickle, huge, many_calls, deep, surrogate, nan, broken_off, echo_key)}
 
 
 class HostileServer:
@@ -204,13 +212,17 @@ class HostileServer:
                 else:
                     self.send_header("Content-Length", str(answer.length))
                 self.end_headers()
+                sent = 0
                 try:
                     for piece in answer.pieces:
                         self.wfile.write(piece)
                         self.wfile.flush()
+                        sent += len(piece)
                         if answer.pause_s:
                             time.sleep(answer.pause_s)
                 except OSError:  # the client gave up, as it should
+                    self.close_connection = True
+                if answer.length is not None and sent < answer.length:  # less than promised: hang up
                     self.close_connection = True
 
         return Handler

@@ -44,6 +44,7 @@ EXPECTED = {
     "deep": ("fail", "engine", r"wire_shape: not JSON \(nested deeper than 128 levels\)"),
     "surrogate": ("fail", "engine", r"wire_shape: not JSON \(lone surrogate '\\ud800': not Unicode text\)"),
     "nan": ("fail", "engine", r"wire_shape: not JSON \(NaN is not a JSON value\)"),
+    "broken_off": ("error", "engine", r"http_status: the engine broke off its HTTP 200 answer: RemoteProtocolError"),
     "echo_key": ("fail", "engine", r"http_status: HTTP 401: .*Invalid key: Bearer \[REDACTED\]"),
 }
 
