@@ -103,7 +103,8 @@ def test_suite_runs_in_the_container_with_valid_results(docker_run, image):
     assert {mode for _, mode in pairs} == {"nonstream", "stream"}
     assert all(r.case_id.startswith(("single.", "parallel.disabled_single")) for r in records)
     # An engine's 500 is a finding (llama-server's parser rejects some answers); an infra error is the container.
-    assert not [r for r in records if r.verdict == "error" and r.blame == "infra"], "the container misbehaved"
+    misbehaved = [(r.case_id, r.mode, r.reason) for r in records if r.verdict == "error" and r.blame == "infra"]
+    assert not misbehaved, "the container misbehaved"
     engine = run["engine"]
     assert engine["launcher"] == "docker" and engine["variant"] == "local"
     assert engine["image"] == IMAGE and engine["image_digest"] == image.id  # no registry: the image ID
