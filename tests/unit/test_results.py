@@ -54,6 +54,26 @@ def test_the_committed_snapshot_builds_into_the_same_matrix(tmp_path):
         sum(n for _, _, verdict, blame, n in c["breakdown"] if (verdict, blame) != ("error", "infra")) for c in committed]
 
 
+QWEN = sorted((SNAPSHOT.parent / "cpu-qwen2.5-coder").glob("qwen2.5-coder-*@*"))
+
+
+@pytest.mark.parametrize("pair", QWEN, ids=lambda p: p.name)
+def test_the_published_snapshot_is_whole_and_names_the_pinned_weights(pair):
+    """The README's table is read from these: every pair a full library run of the registry's weights."""
+    from toolmatrix.registry import load_models
+
+    assert check_results(pair) == []
+    run = read_run_info(pair).run
+    assert len(list(read_records(pair))) == sum(run.counts.values()) == 252 and run.pair == pair.name
+    model = load_models()[pair.name.partition("@")[0]]
+    assert json.loads((pair / "run.json").read_text())["model"]["weights_sha256"] == model.weights["gguf"]["sha256"]
+
+
+def test_the_published_page_holds_every_pair():
+    cells = json.loads((SNAPSHOT.parent / "cpu-qwen2.5-coder" / "matrix" / "matrix.json").read_text())["cells"]
+    assert len(QWEN) >= 4 and sorted(c["pair"] for c in cells) == [p.name for p in QWEN]
+
+
 @pytest.mark.parametrize("pair", PAIRS[:1], ids=lambda p: p.name)
 def test_the_gate_reads_the_committed_snapshot(pair):
     assert run_gate(pair, pair).exit_code == EXIT_PASS
