@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
+from toolmatrix.registry import load_models
 from toolmatrix.results import read_records, check_results
 
 pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]  # never beside another engine: 2 cores
@@ -111,7 +112,7 @@ def test_suite_runs_in_the_container_with_valid_results(docker_run, image):
     assert engine["container"].startswith(f"toolmatrix-{MODEL}-llamacpp-")
     assert engine["version"], "the engine's version, asked from the running server (/props build_info)"
     assert "--jinja" in engine["flags"] and "/toolmatrix/templates/qwen2.5-tools.jinja" in engine["flags"]
-    assert run["model"]["weights_sha256"] == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    assert run["model"]["weights_sha256"] == load_models()[MODEL].weights["gguf"]["sha256"]
     assert run["exit_status"] == "complete" and sum(run["counts"].values()) == len(records)
 
 
