@@ -37,7 +37,7 @@ DATA = ROOT / "src" / "toolmatrix" / "data"
 IMAGE = "toolmatrix/llama-server:local"
 MODEL = "qwen2.5-coder-0.5b"  # the embedded default
 SUBSET = "single"  # the single-call cases, both modes: small enough for 2 cores
-LONG = "many_tools or unicode or multi_turn"  # still running a few seconds after the engine is ready
+LONG = "many_tools or no_params or nested"  # still running a few seconds after the engine is ready
 
 
 def pytest_cmd(*args: str) -> list[str]:
