@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Protocol
 
 import attrs
@@ -40,3 +41,14 @@ class Launcher(Protocol):
 def context_size(slots: int) -> int:
     """Context to start an engine with: 8192 tokens a slot holds a 40-tool request and the few-shot prelude."""
     return 8192 * slots
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this machine exists (a container's or a lease's owner)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True

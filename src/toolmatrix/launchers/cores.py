@@ -15,10 +15,11 @@ import json
 import os
 import uuid
 from collections import Counter
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import attrs
 
+from toolmatrix.launchers.base import pid_alive
 from toolmatrix.registry import cache_dir
 
 LEASES = "core-leases.json"
@@ -37,18 +38,22 @@ class Lease:
 
     @property
     def cpu_list(self) -> str:
-        """The cores as a Linux CPU list (``0-1``, ``3``, ``0,2``), the form OMP/NUMA bindings read."""
-        runs: list[list[int]] = []
-        for cpu in self.cpus:
-            if runs and cpu == runs[-1][-1] + 1:
-                runs[-1].append(cpu)
-            else:
-                runs.append([cpu])
-        return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+        return cpu_list(self.cpus)
 
     def release(self) -> None:
         with _leases() as held:
             held.pop(self.key, None)
+
+
+def cpu_list(cpus: Iterable[int]) -> str:
+    """Cores as a Linux CPU list (``0-1``, ``3``, ``0,2``), the form OMP/NUMA bindings read."""
+    runs: list[list[int]] = []
+    for cpu in cpus:
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def usable_cpus() -> list[int]:
@@ -79,20 +84,10 @@ def _leases() -> Iterator[dict[str, dict]]:
             held = json.loads(handle.read() or "{}")
         except ValueError:  # a torn or foreign file: leases are advisory, start afresh
             held = {}
-        held = {key: entry for key, entry in held.items() if _alive(entry.get("pid"))}
+        held = {key: entry for key, entry in held.items()
+                if isinstance(entry.get("pid"), int) and pid_alive(entry["pid"])}
         yield held
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps(held))
 
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True

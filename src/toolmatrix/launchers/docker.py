@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, pid_alive
 from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.launchers.process import free_port
 from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
@@ -211,16 +211,6 @@ def container_config(engine: EngineSpec, model: ModelSpec, *, slots: int = 2, ru
     )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
-
-
 def cleanup_stale(client: Any, hostname: str | None = None) -> list[str]:
     """Remove toolmatrix containers started on this host by processes that no longer exist; returns their names.
 
@@ -230,7 +220,7 @@ def cleanup_stale(client: Any, hostname: str | None = None) -> list[str]:
     removed = []
     for container in client.containers.list(all=True, filters={"label": LABEL_OWNER}):
         host, _, pid = container.labels.get(LABEL_OWNER, "").rpartition(":")
-        if host == hostname and pid.isdigit() and not _pid_alive(int(pid)):
+        if host == hostname and pid.isdigit() and not pid_alive(int(pid)):
             try:
                 container.remove(force=True)
             except NotFound:

@@ -150,7 +150,7 @@ class ProcessLauncher:
         if self.lease is not None:
             return {"threads": str(self.lease.threads), "cpus": self.lease.cpu_list}
         usable = cores.usable_cpus()
-        return {"threads": str(len(usable)), "cpus": cores.Lease("", tuple(usable)).cpu_list}
+        return {"threads": str(len(usable)), "cpus": cores.cpu_list(usable)}
 
     def spec_env(self) -> dict[str, str]:
         """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
