@@ -8,6 +8,7 @@ id and field; nothing is sent to an engine until the whole library is clean.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -19,6 +20,21 @@ from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem
 from toolmatrix.yamldata import JsonPath
 
 SCHEMA = "cases.schema.json"
+
+
+@attrs.frozen
+class CaseShard:
+    """The I-th of N slices of a case library (``--case-shard I/N``), by a hash of the case id: a case keeps its
+    slice as others are added, so a shard's results stay comparable with its earlier runs."""
+
+    index: int  # 1 .. count
+    count: int
+
+    def holds(self, case_id: str) -> bool:
+        return int(hashlib.sha256(case_id.encode()).hexdigest()[:8], 16) % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @attrs.frozen

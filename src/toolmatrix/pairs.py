@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from toolmatrix import exitcodes
 from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.results import RUN
+from toolmatrix.shards import safe_name
 from toolmatrix.specs import SpecErrors
 
 LISTS = ("--engine", "--model")
@@ -55,7 +55,7 @@ class Pair:
         return f"{self.model}@{self.engine or 'external'}"
 
     def results_dir(self, root: Path) -> Path:
-        return root / re.sub(r"[^\w.@+-]+", "_", self.name)  # a served name such as Qwen/Qwen3-8B is one folder
+        return root / safe_name(self.name)  # a served name such as Qwen/Qwen3-8B is one folder
 
 
 def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | None, launcher: str) -> list[Pair]:

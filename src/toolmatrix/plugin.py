@@ -13,6 +13,7 @@ import argparse
 import math
 import os
 import re
+import secrets
 import signal
 import tempfile
 import sys
@@ -25,7 +26,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 
-from toolmatrix.cases import Case, case_files, load_cases
+from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
 from toolmatrix.enginewatch import EngineWatch
@@ -66,6 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--evidence", choices=[m.value for m in EvidenceMode], default=EvidenceMode.FAILURES.value,
                     help="ask the engine what the model itself wrote (its render and raw completion) to decide blame: "
                          "off, failures (default: only where blame is in question), all (conformance on passes too)")
+    group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
+                    help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
 
 
 def positive_seconds(text: str) -> float:
@@ -87,6 +90,16 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
     return value
+
+
+def case_shard(text: str) -> CaseShard:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 2/4") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return CaseShard(index, count)
 
 
 def check_base_url(url: str) -> None:
@@ -143,6 +156,9 @@ class RunState:
         paths += [Path(p) for p in opt("--cases")]
         try:
             self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths)}
+            self.case_shard: CaseShard | None = opt("--case-shard")
+            if self.case_shard:
+                self.cases = {i: c for i, c in self.cases.items() if self.case_shard.holds(i)}
             self.engine, self.model = self._pair(opt("--engine"), opt("--model"), opt("--base-url"))
         except SpecErrors as exc:
             raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
@@ -157,7 +173,8 @@ class RunState:
         self.endpoint: dict[str, str] | None = None
         self.started = datetime.now(timezone.utc)
         self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
-            f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z")
+            # The random tail keeps ids apart when shards of one pair start in the same second on many machines.
+            f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(3)}")
         self.verdicts: list[Posted] = []  # for the summary table (their lines are not kept)
         self.paired: frozenset[str] = frozenset()  # cases selected in both modes (after -k, -m, deselection)
 
@@ -244,6 +261,7 @@ class RunState:
             "toolmatrix_version": toolmatrix_version(),
             "command": sys.argv,
             "cases": self.case_files,
+            "case_shard": str(self.case_shard) if self.case_shard else None,
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
             "engine_death": engine_death and attrs.asdict(engine_death),

@@ -292,6 +292,7 @@ class Run:
     counts: dict[str, int]
     command: list[str] = attrs.field(factory=list)
     cases: list[str] = attrs.field(factory=list)
+    case_shard: str | None = None  # "I/N": the run holds only that slice of the cases (--case-shard)
     exit_status: ExitStatus | None = None
     engine_death: EngineDeath | None = None
 

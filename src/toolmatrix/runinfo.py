@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -34,7 +35,7 @@ def gpus() -> list[dict]:
 
 
 def hardware() -> dict:
-    """CPU model, cores, memory, platform and GPUs (as nvidia-smi reports them)."""
+    """The host's name, CPU model, cores, memory, platform and GPUs (as nvidia-smi reports them)."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -44,5 +45,5 @@ def hardware() -> dict:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (OSError, ValueError):
         memory = 0.0
-    return {"cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1), "gpus": gpus(),
+    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1), "gpus": gpus(),
             "platform": platform.platform()}
