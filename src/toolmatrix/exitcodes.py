@@ -13,6 +13,7 @@ from typing import Iterable
 import pytest
 
 ENGINE_DIED = 6
+SHARD_LOST = 7  # an executor lost a shard with its machine (fan-out only): its records are infra errors
 
 # Worst first. An interrupted run (2) stopped every pair after it; a crash of the harness (3) is a bug of ours;
 # a dead engine (6) or one that could not start (4, pytest's usage error) says nothing about tool calling;
@@ -21,6 +22,7 @@ SEVERITY = (
     pytest.ExitCode.INTERRUPTED,
     pytest.ExitCode.INTERNAL_ERROR,
     ENGINE_DIED,
+    SHARD_LOST,
     pytest.ExitCode.USAGE_ERROR,
     pytest.ExitCode.TESTS_FAILED,
     pytest.ExitCode.NO_TESTS_COLLECTED,
@@ -34,6 +36,7 @@ MEANING = {
     pytest.ExitCode.USAGE_ERROR: "usage error, or the engine could not start",
     pytest.ExitCode.NO_TESTS_COLLECTED: "no case selected",
     ENGINE_DIED: "engine died",
+    SHARD_LOST: "shard lost with its machine",
 }
 
 

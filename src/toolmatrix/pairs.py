@@ -85,18 +85,23 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
             for engine in engine_ids for model in model_ids]
 
 
-def child_args(args: Sequence[str], pair: Pair, results: Path | None) -> list[str]:
-    """The invocation's arguments with the pair's one engine, one model and results directory."""
-    replaced = (*LISTS, RESULTS)
+def passed_on(args: Sequence[str], dropped: Sequence[str] = (*LISTS, RESULTS)) -> list[str]:
+    """The invocation's arguments without ``dropped`` options (``--opt value`` or ``--opt=value``)."""
     kept: list[str] = []
     skip_value = False
     for arg in args:
         if skip_value:
             skip_value = False
-        elif arg in replaced:
+        elif arg in dropped:
             skip_value = True  # `--engine a,b`: the value is the next argument
-        elif not arg.startswith(tuple(f"{option}=" for option in replaced)):
+        elif not arg.startswith(tuple(f"{option}=" for option in dropped)):
             kept.append(arg)
+    return kept
+
+
+def child_args(args: Sequence[str], pair: Pair, results: Path | None) -> list[str]:
+    """The invocation's arguments with the pair's one engine, one model and results directory."""
+    kept = passed_on(args)
     kept.append(f"--model={pair.model}")
     if pair.engine:
         kept.append(f"--engine={pair.engine}")
@@ -169,6 +174,33 @@ def run_pairs(config: pytest.Config, launcher: str) -> int:
     _print_summary(pairs, outcomes, root, page, runner.stopped_by)
     codes = list(outcomes.values()) + ([pytest.ExitCode.INTERRUPTED] if runner.stopped_by else [])
     return exitcodes.worst(codes)
+
+
+def run_on_cluster(config: pytest.Config, launcher: str) -> int:
+    """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
+    from toolmatrix.executors.ray import run_on_ray
+    from toolmatrix.shards import PlanError, plan_shards
+
+    opt = config.getoption
+    if opt("--base-url"):
+        raise pytest.UsageError("--ray fans out pairs whose engines the suite starts; --base-url reaches one server")
+    if not opt(RESULTS):
+        raise pytest.UsageError("--ray needs --results-dir DIR: the shards' results come back into it")
+    try:
+        plan = plan_shards(split_ids(opt("--engine")), split_ids(opt("--model")), launcher=launcher,
+                           pytest_args=passed_on(config.invocation_params.args, (*LISTS, RESULTS, "--ray")))
+    except PlanError as exc:
+        raise pytest.UsageError(f"--ray: {exc}") from None
+    for pair, why in plan.not_run:
+        print(f"toolmatrix: {pair}: not run: {why}", flush=True)
+    root = Path(opt(RESULTS))
+    filed = run_on_ray(plan, opt("--ray"), root, echo=lambda line: print(line, flush=True))
+    dirs = [f.results for f in filed if f.results]
+    page = None if opt("--no-matrix") or not dirs else _combined_page(root, dirs)
+    lost = sum(1 for f in filed if f.exit_code is None)
+    print(f"{'=' * 20} toolmatrix: {len(filed)} shards on Ray, {lost} lost {'=' * 20}"
+          + (f"\nmatrix page of every shard: {page}" if page else ""), flush=True)
+    return exitcodes.worst([exitcodes.SHARD_LOST if f.exit_code is None else f.exit_code for f in filed])
 
 
 def _combined_page(root: Path, dirs: list[Path]) -> Path | None:

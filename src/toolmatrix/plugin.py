@@ -34,7 +34,7 @@ from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
-from toolmatrix.pairs import run_pairs, wants_pairs
+from toolmatrix.pairs import run_on_cluster, run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import hardware, toolmatrix_version
@@ -67,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--evidence", choices=[m.value for m in EvidenceMode], default=EvidenceMode.FAILURES.value,
                     help="ask the engine what the model itself wrote (its render and raw completion) to decide blame: "
                          "off, failures (default: only where blame is in question), all (conformance on passes too)")
+    group.addoption("--ray", metavar="ADDRESS",
+                    help="run each pair as a Ray task on the cluster at ADDRESS (auto, HOST:PORT or ray://...); "
+                         "results come back into --results-dir (pip install 'toolmatrix[ray]')")
+    group.addoption("--record-lost", metavar="REASON",
+                    help="start no engine: record every selected case x mode as an infra error with REASON "
+                         "(what an executor writes for a shard it lost with its machine)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
 
@@ -133,10 +139,13 @@ def launcher_kind(config: pytest.Config) -> str:
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """Comma lists in --engine/--model: run each pair in a child pytest, one after another (pairs.py)."""
-    if not target_requested(config) or not wants_pairs(config) or config.option.help or config.option.version:
+    """--ray: every pair a Ray task on a cluster; comma lists in --engine/--model: each pair in a child pytest,
+    one after another (pairs.py)."""
+    if not target_requested(config) or config.option.help or config.option.version:
         return None
-    return run_pairs(config, launcher_kind(config))
+    if config.getoption("--ray"):
+        return run_on_cluster(config, launcher_kind(config))
+    return run_pairs(config, launcher_kind(config)) if wants_pairs(config) else None
 
 
 class RunState:
@@ -242,8 +251,8 @@ class RunState:
         return Profile(self.model.prelude, self.model.request_defaults)
 
     def run_info(self, finished: datetime | None, exit_status: ExitStatus, engine_death: EngineDeath | None) -> Run:
-        describe = self.launcher.describe() if self.launcher else {"id": self.engine_id, "version": None,
-                                                                   "launcher": "external", "flags": []}
+        describe = self.launcher.describe() if self.launcher else {
+            "id": self.engine_id, "version": None, "launcher": launcher_kind(self.config), "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
         return Run.from_dict({
             "schema_version": SCHEMA_VERSION,
@@ -336,6 +345,12 @@ class Controller:
         config, state = session.config, self.state
         if config.getoption("collectonly"):
             return
+        if config.getoption("--record-lost"):
+            self.exit_status = ExitStatus.LOST
+            if config.getoption("--results-dir"):
+                check_results_dir(config.getoption("--results-dir"))
+                state.writer = RecordWriter(Path(config.getoption("--results-dir")))
+            return
         _stop_on_sigterm()
         state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
         if config.getoption("--results-dir"):
@@ -363,10 +378,19 @@ class Controller:
         self.write(Posted(*props[RECORD_KEY]))
 
     def write(self, posted: Posted) -> None:
-        posted = self.watch.observe(posted)
+        posted = self.watch.observe(posted) if self.watch else posted
         self.state.verdicts.append(posted._replace(line=""))  # the summary counts; the line is on disk
         if self.state.writer is not None:
             self.state.writer.write(posted)
+
+    def record_lost(self, items: list[pytest.Item], reason: str) -> None:
+        """An error record, blamed on infra, for every selected item of a shard its executor lost."""
+        model = self.state.model.served_name
+        for case_id, mode in filter(None, (item_key(item.nodeid) for item in items)):
+            case = self.state.cases[case_id]
+            record = lost_record(case, mode, build_request(case, model, self.state.profile), self.state.run_id,
+                                 reason, check="executor", kind="SHARD_LOST")
+            self.write(Posted.of(record))
 
     def write_lost(self) -> None:
         """Records for the cases that died with a worker and were not run again (xdist's loadgroup reruns the
@@ -473,6 +497,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for key in filter(None, (item_key(item.nodeid) for item in items)):
         modes.setdefault(key[0], set()).add(key[1])
     state.paired = frozenset(case for case, selected in modes.items() if len(selected) == len(MODES))
+    reason = config.getoption("--record-lost")
+    if reason and is_controller(config):  # with -n 0: the executor runs this on its own machine
+        config.pluginmanager.get_plugin("toolmatrix-controller").record_lost(items, reason)
+        config.hook.pytest_deselected(items=items[:])
+        items[:] = []
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

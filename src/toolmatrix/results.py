@@ -273,6 +273,7 @@ class ExitStatus(Word):
     INTERRUPTED = "interrupted"
     ENGINE_DIED = "engine_died"
     INTERNAL_ERROR = "internal_error"  # toolmatrix itself failed outside any one answer
+    LOST = "lost"  # an executor lost the shard with its machine: every record an infra error (--record-lost)
 
 
 @attrs.frozen

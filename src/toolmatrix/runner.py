@@ -76,10 +76,10 @@ def _exchange_fields(ex: Exchange) -> dict[str, Any]:
     return fields
 
 
-def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str) -> Record:
-    """The record of a case whose answer never came back, because the process running it crashed."""
-    return _failed_record(case, mode, body, run_id, CheckResult("worker", CheckOutcome.FAIL, Blame.INFRA, reason,
-                                                                "WORKER_LOST"))
+def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str, *, check: str = "worker",
+                kind: str = "WORKER_LOST") -> Record:
+    """The record of a case whose answer never came back, because the process (or machine) running it died."""
+    return _failed_record(case, mode, body, run_id, CheckResult(check, CheckOutcome.FAIL, Blame.INFRA, reason, kind))
 
 
 def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: CheckResult,

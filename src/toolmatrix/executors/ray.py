@@ -1,0 +1,177 @@
+"""Shards as Ray tasks: each asks the cluster for the shard's GPUs, runs the shard's own pytest command on the
+node Ray picks, and hands its results directory back to the driver, which files it and builds one page.
+
+Ray does the scheduling, placement and retries: a task whose node dies is run again once (``max_retries``) on
+another node; a second loss is written as the shard's results all the same, every case an ``error`` blamed on
+``infra`` (``--record-lost``), so nothing is silently missing. Results travel only as a finished task's return
+value, so a node that dies mid-run leaves nothing half-written behind, and the driver files each shard once, in
+a folder of its own that it never writes twice (``file_results``).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import attrs
+
+from toolmatrix.results import RUN, read_run_info
+from toolmatrix.shards import Plan, Shard, safe_name
+
+LOG_TAIL = 4000  # bytes of a shard's output kept for the driver's summary
+
+
+@attrs.frozen
+class ShardResult:
+    """What came back of one shard: the child's exit code, where it ran, its results as a tar archive."""
+
+    shard_id: str
+    exit_code: int
+    host: str
+    node_id: str
+    archive: bytes | None  # None: the command wrote no results directory (e.g. the engine could not start)
+    log_tail: str
+
+
+@attrs.frozen
+class Filed:
+    """A shard as the driver filed it."""
+
+    shard: Shard
+    exit_code: int | None  # None: lost with its machine, twice
+    host: str | None
+    node_id: str | None  # the Ray node that ran it to the end
+    results: Path | None
+    note: str  # the lost reason, or the child's last output when it wrote no results
+
+
+def local_argv(command: Sequence[str]) -> list[str]:
+    """The shard's command run with this interpreter (``pytest`` -> ``python -m pytest``)."""
+    return [sys.executable, "-m", "pytest", *command[1:]] if command[0] == "pytest" else list(command)
+
+
+def run_shard(shard: Shard, env: dict[str, str] | None = None) -> ShardResult:
+    """Run one shard here, in a fresh folder, and pack what it wrote. The body of the Ray task."""
+    import ray  # on the node: this runs inside a Ray worker
+
+    from toolmatrix.launchers.process import die_with_parent
+
+    with tempfile.TemporaryDirectory(prefix="toolmatrix-shard-") as work:
+        proc = subprocess.run(local_argv(shard.command), cwd=work, env={**os.environ, **(env or {})},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              # the node's worker dies -> the child gets SIGTERM and stops its engine in order
+                              preexec_fn=functools.partial(die_with_parent, signal.SIGTERM))
+        results = Path(work) / shard.results_dir
+        return ShardResult(shard.id, proc.returncode, socket.gethostname(), ray.get_runtime_context().get_node_id(),
+                           _pack(results) if (results / RUN).is_file() else None,
+                           proc.stdout[-LOG_TAIL:].decode("utf-8", "replace"))
+
+
+def _pack(directory: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file() and "matrix" not in path.relative_to(directory).parts:  # the driver builds the page
+                tar.add(path, arcname=str(path.relative_to(directory)))
+    return buffer.getvalue()
+
+
+def file_results(archive: bytes, root: Path, shard: Shard) -> Path:
+    """Unpack a shard's results into ``root/SHARD/RUN_ID``: a folder per run, created here and never reused, so a
+    run never overwrites another (the history is append-only)."""
+    staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(staging / "run", filter="data")  # no absolute paths, links or devices from a node
+        return _file(staging / "run", root, shard)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _file(results: Path, root: Path, shard: Shard) -> Path:
+    target = root / safe_name(shard.id) / safe_name(read_run_info(results).run_id)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.mkdir()  # FileExistsError: this run was filed already; refuse rather than overwrite it
+    results.rename(target)
+    return target
+
+
+def record_lost(shard: Shard, root: Path, reason: str, env: dict[str, str] | None = None) -> Path | None:
+    """The shard's results as lost: its own command, here, with ``--record-lost`` (no engine, no xdist)."""
+    staging = Path(tempfile.mkdtemp(prefix=".lost-", dir=root))
+    try:
+        command = [*local_argv(shard.command), "-n", "0", "--no-matrix", f"--record-lost={reason}"]
+        subprocess.run(command, cwd=staging, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        results = staging / shard.results_dir
+        return _file(results, root, shard) if (results / RUN).is_file() else None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def task_options(shard: Shard, retries: int) -> dict[str, Any]:
+    """What the Ray task asks of the cluster: the shard's GPUs, one CPU to hold its place, ``retries`` reruns
+    after a lost node (system failures only: a shard whose cases fail is a finished shard, never retried)."""
+    return {"num_gpus": shard.gpus, "num_cpus": 1, "max_retries": retries, "retry_exceptions": False}
+
+
+def run_on_ray(plan: Plan, address: str, root: Path, *, retries: int = 1, env: dict[str, str] | None = None,
+               echo: Callable[[str], None] = print) -> list[Filed]:
+    """Run every shard of ``plan`` on the Ray cluster at ``address``; file each shard's results under ``root``.
+
+    ``env`` is passed to every shard's command on its node (e.g. an engine binary's path). Returns one ``Filed``
+    per shard, in the plan's order."""
+    import ray
+
+    root.mkdir(parents=True, exist_ok=True)
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONUNBUFFERED": "1"}})
+    try:
+        remote = ray.remote(run_shard)
+        pending = {remote.options(**task_options(shard, retries)).remote(shard, env): shard for shard in plan.shards}
+        filed: dict[str, Filed] = {}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            shard = pending.pop(done[0])
+            filed[shard.id] = _collect(ray, done[0], shard, root, retries, env)
+            echo(_line(filed[shard.id]))
+        return [filed[shard.id] for shard in plan.shards]
+    finally:
+        ray.shutdown()
+
+
+def _collect(ray: Any, ref: Any, shard: Shard, root: Path, retries: int, env: dict[str, str] | None) -> Filed:
+    try:
+        result: ShardResult = ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        how = "its task failed on the node" if isinstance(exc, ray.exceptions.RayTaskError) else \
+            f"lost with its node, {retries + 1} tries"
+        reason = f"shard not run to the end ({how}): {type(exc).__name__}: {first}"
+        return Filed(shard, None, None, None, record_lost(shard, root, reason, env), reason)
+    results = file_results(result.archive, root, shard) if result.archive else None
+    return Filed(shard, result.exit_code, result.host, result.node_id, results, "" if results else result.log_tail)
+
+
+def _line(filed: Filed) -> str:
+    from toolmatrix.exitcodes import meaning
+
+    if filed.exit_code is None:
+        return f"toolmatrix: {filed.shard.id}: lost: {filed.note}; recorded as infra errors in {filed.results}"
+    where = f" on {filed.host} (node {(filed.node_id or '')[:8]})"
+    if filed.results is None:
+        tail = filed.note.strip().splitlines()[-1:] or [""]
+        return f"toolmatrix: {filed.shard.id}: exit {filed.exit_code} ({meaning(filed.exit_code)}){where}, " \
+               f"no results: {tail[0]}\n  command: {shlex.join(filed.shard.command)}"
+    return f"toolmatrix: {filed.shard.id}: exit {filed.exit_code} ({meaning(filed.exit_code)}){where}; {filed.results}"
