@@ -90,6 +90,7 @@ def _pack(directory: Path) -> bytes:
 def file_results(archive: bytes, root: Path, shard: Shard) -> Path:
     """Unpack a shard's results into ``root/SHARD/RUN_ID``: a folder per run, created here and never reused, so a
     run never overwrites another (the history is append-only)."""
+    root.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
