@@ -102,7 +102,7 @@ def engine_container(engine: EngineSpec, config: ContainerConfig, gpus: int, mou
         "volumeMounts": mounts,
     })
     if gpus > 0:
-        container["resources"] = {"limits": {GPU_RESOURCE: gpus}}
+        container["resources"] = {"limits": {GPU_RESOURCE: str(gpus)}}  # a quantity is a string
     return container
 
 
