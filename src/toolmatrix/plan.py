@@ -26,6 +26,7 @@ from toolmatrix.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, wo
 from toolmatrix.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
 from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
+from toolmatrix.matrix import _positive  # the same check as matrix build -j
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.shards import Plan, PlanError, plan_shards
@@ -257,13 +258,6 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
-
-
-def _positive(text: str) -> int:
-    value = int(text) if text.isdigit() else 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1 (got {text!r})")
-    return value
 
 
 def _labels(text: str) -> tuple[str, ...]:
