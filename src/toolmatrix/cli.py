@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # a generated file names the command that wrote it
     if args.command == "validate" and not args.paths:
         from toolmatrix.registry import data_root
 

@@ -3,12 +3,16 @@
 ``plan`` starts nothing and pulls nothing: for the docker launcher it prints the container config that
 ``DockerLauncher`` would hand to the docker SDK (the same ``container_config`` call), as a ``docker run`` line;
 for the process launcher, the command line. A pair the engine cannot serve exits 2 with one line saying why.
+
+``plan --emit FORMAT`` takes comma lists of engines and models and writes the fan-out plan (``shards``) instead:
+as JSON, as a GitHub Actions workflow, or as Kubernetes Jobs. Pairs that cannot run are named on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -17,10 +21,15 @@ from typing import Any
 
 from tabulate import tabulate
 
+from toolmatrix.executors import EmitError
+from toolmatrix.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
+from toolmatrix.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
 from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
+from toolmatrix.matrix import _positive  # the same check as matrix build -j
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
+from toolmatrix.shards import Plan, PlanError, plan_shards
 from toolmatrix.specs import SpecErrors
 
 USAGE_ERROR = 2
@@ -152,6 +161,8 @@ PLANNERS = {"docker": docker_plan, "process": process_plan}
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.emit:
+        return cmd_emit(args)
     registry = _registry()
     if registry is None:
         return USAGE_ERROR
@@ -185,6 +196,77 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def emit_json(plan: Plan, args: argparse.Namespace) -> str:
+    return json.dumps(plan.to_dict(), indent=2) + "\n"
+
+
+def emit_github(plan: Plan, args: argparse.Namespace) -> str:
+    return workflow(plan, command_line=command_line(args), runs_on=args.runs_on, gpu_runs_on=args.gpu_runs_on,
+                    baseline=args.baseline)
+
+
+def emit_kubernetes(plan: Plan, args: argparse.Namespace) -> str:
+    if not args.toolmatrix_image:
+        raise EmitError("--emit kubernetes needs --toolmatrix-image IMAGE (none is published: build one, README)")
+    return manifests(plan, command_line=command_line(args), toolmatrix_image=args.toolmatrix_image,
+                     namespace=args.namespace, results_claim=args.results_claim, models_claim=args.models_claim,
+                     env_secret=args.env_secret)
+
+
+EMITTERS = {"json": emit_json, "github-actions": emit_github, "kubernetes": emit_kubernetes}
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command as it was typed (``cli.main`` keeps its words), for the header of a generated file."""
+    return shlex.join(["toolmatrix", *args.argv])
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    """Plan every pair of the lists and write it in the ``--emit`` format; nothing is written on an error."""
+    from toolmatrix.pairs import split_ids
+
+    try:
+        plan = plan_shards(split_ids(args.engine), split_ids(args.model), launcher=args.launcher or default_launcher(),
+                           case_shards=args.case_shards, repeat=args.repeat, results_root=args.results_root)
+        text = EMITTERS[args.emit](plan, args)
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return USAGE_ERROR
+    except (PlanError, EmitError) as exc:
+        print(f"toolmatrix plan: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    for pair, why in plan.not_run:
+        print(f"toolmatrix plan: not run: {pair}: {why}", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        write_text_atomic(args.output, text)
+    except OSError as exc:
+        print(f"toolmatrix plan: -o {args.output}: cannot write: {exc.strerror}", file=sys.stderr)
+        return USAGE_ERROR
+    return 0
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """A reader (a CI job, kubectl) sees the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _labels(text: str) -> tuple[str, ...]:
+    labels = tuple(label.strip() for label in text.split(",") if label.strip())
+    if not labels:
+        raise argparse.ArgumentTypeError(f"expected runner labels, comma separated (got {text!r})")
+    return labels
+
+
 def register(subparsers: Any) -> None:
     """Add ``engines`` and ``plan`` to the ``toolmatrix`` command."""
     engines = subparsers.add_parser("engines", help="list the engine specs: images, readiness, formats, known gaps")
@@ -201,4 +283,28 @@ def register(subparsers: Any) -> None:
                       help="host networking (default) or a published port")
     plan.add_argument("--slots", type=int, default=2, metavar="N", help="parallel request slots (default 2)")
     plan.add_argument("--run-id", default="<run-id>", metavar="ID", help="run id for the container labels")
+    emit = plan.add_argument_group("fan-out (--emit: --engine and --model take comma lists)")
+    emit.add_argument("--emit", choices=tuple(EMITTERS), help="write the plan of every pair as data, a GitHub "
+                      "Actions workflow or Kubernetes Jobs, instead of one pair's launch")
+    emit.add_argument("--case-shards", type=_positive, default=1, metavar="N",
+                      help="split each pair's cases into N shards (default 1)")
+    emit.add_argument("--repeat", type=_positive, default=1, metavar="K", help="run each shard K times (default 1)")
+    emit.add_argument("--results-root", default="results", metavar="DIR",
+                      help="the shards write DIR/<shard> (default results)")
+    emit.add_argument("-o", "--output", type=Path, metavar="FILE", help="write FILE instead of stdout")
+    emit.add_argument("--runs-on", type=_labels, default=DEFAULT_RUNS_ON, metavar="LABELS",
+                      help=f"github-actions: runner labels of shards without GPU (default {','.join(DEFAULT_RUNS_ON)})")
+    emit.add_argument("--gpu-runs-on", type=_labels, default=DEFAULT_GPU_RUNS_ON, metavar="LABELS",
+                      help=f"github-actions: runner labels of GPU shards (default {','.join(DEFAULT_GPU_RUNS_ON)})")
+    emit.add_argument("--baseline", metavar="PATH", help="github-actions: gate each shard against PATH/<shard>, "
+                      "a results root of an earlier run of the same plan in the repository")
+    emit.add_argument("--toolmatrix-image", metavar="IMAGE", help="kubernetes (required): an image with "
+                      "toolmatrix installed; none is published (README: how to build one)")
+    emit.add_argument("--namespace", metavar="NS", help="kubernetes: the Jobs' namespace (default: none given)")
+    emit.add_argument("--results-claim", default=DEFAULT_RESULTS_CLAIM, metavar="PVC",
+                      help=f"kubernetes: claim for the results, /results/<shard>/<pod> (default {DEFAULT_RESULTS_CLAIM})")
+    emit.add_argument("--models-claim", default=DEFAULT_MODELS_CLAIM, metavar="PVC",
+                      help=f"kubernetes: claim holding local weights at its root (default {DEFAULT_MODELS_CLAIM})")
+    emit.add_argument("--env-secret", default=DEFAULT_ENV_SECRET, metavar="SECRET",
+                      help=f"kubernetes: optional Secret for variables such as HF_TOKEN (default {DEFAULT_ENV_SECRET})")
     plan.set_defaults(func=cmd_plan)

@@ -9,7 +9,7 @@ decides anything of its own. ``toolmatrix plan --emit json`` prints it.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import attrs
 
@@ -113,3 +113,20 @@ def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str 
 def safe_name(text: str) -> str:
     """A folder or artifact name from a shard id (model ids may hold '/' or ':')."""
     return re.sub(r"[^\w.@+-]+", "_", text)
+
+
+def with_options(command: Sequence[str], options: Mapping[str, str]) -> tuple[str, ...]:
+    """``command`` with each ``--name=value`` of ``options`` in place of the one it holds, or added at the end.
+
+    ``plan_shards`` writes every option it sets as one ``--name=value`` word, so an executor that runs a shard
+    differently (Kubernetes: against a sidecar engine, into a volume) changes those words and keeps the rest.
+    """
+    given = set()
+    out = []
+    for word in command:
+        name = word.partition("=")[0]
+        if name in options:
+            given.add(name)
+            word = f"{name}={options[name]}"
+        out.append(word)
+    return (*out, *(f"{name}={value}" for name, value in options.items() if name not in given))
