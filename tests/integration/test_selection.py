@@ -7,6 +7,7 @@ compared with an answer other than the one recorded.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections import defaultdict
@@ -16,7 +17,9 @@ import pytest
 import yaml
 
 from tests.helpers_engine import pytest_cmd
+from toolmatrix.cases import CaseShard, load_cases
 from toolmatrix.fake import FakeServer, first_tool
+from toolmatrix.registry import data_root
 from toolmatrix.results import read_records
 
 pytestmark = pytest.mark.xdist_group("selection")  # each test runs a suite of its own: not two at once
@@ -79,3 +82,17 @@ def test_a_stream_selected_alone_asks_for_its_own_reference(tmp_path, fake):
     records, _ = run_suite(tmp_path, fake, "-n", "2", "-k", "single and not nonstream")
     assert {r.mode for r in records} == {"stream"}
     assert len(fake.requests) == 2 * len(records)
+
+
+def test_case_slices_run_exactly_their_cases_and_say_so(tmp_path, fake):
+    """--case-shard I/N: the N runs hold every case of the library once between them, and each run.json its slice."""
+    seen: list[tuple[str, str]] = []
+    for index in (1, 2, 3):
+        (tmp_path / str(index)).mkdir()
+        records, _ = run_suite(tmp_path / str(index), fake, "-n", "2", f"--case-shard={index}/3")
+        ids = {r.case_id for r in records}
+        assert ids and all(CaseShard(index, 3).holds(i) for i in ids)
+        assert json.loads((tmp_path / str(index) / "r" / "run.json").read_text())["case_shard"] == f"{index}/3"
+        seen += [(r.case_id, r.mode) for r in records]
+    library = [c.id for c in load_cases([data_root() / "cases"])]
+    assert sorted(seen) == sorted((i, m) for i in library for m in ("nonstream", "stream"))
