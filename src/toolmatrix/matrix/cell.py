@@ -280,7 +280,8 @@ def _cell(scans: list[_RunScan], merged: dict[tuple[str, str], Outcome], failure
         "failures_total": len(failures.listed), "runs_total": len(runs), "mixed_total": len(mixed), "history": None,
     }
     full = {**base, "runs": runs, "mixed": mixed, "failures": sorted(failures.listed, key=_order)}
-    page = {**base, "runs": runs[:1] + capped(runs[1:], RUNS_CAP - 1, several // 2),
+    listed = [{k: v for k, v in run.items() if k != "path"} for run in runs]  # the page has no use for paths
+    page = {**base, "runs": listed[:1] + capped(listed[1:], RUNS_CAP - 1, several // 2),
             "mixed": capped(mixed, RUNS_CAP, several // 2), "failures": sorted(failures.shown, key=_order),
             "details_shown": sum(1 for e in failures.shown if "detail" in e)}
     return Cell(scans[0].info, full, page, merged)
