@@ -71,16 +71,21 @@ def record(case_id: str, verdict: str = "pass", *, mode: str = "nonstream", cate
 
 
 def run_info(model: str, engine: str, run_id: str, started: str, *, launcher: str = "process",
-             version: str | None = "b1234", flags: list[str] | None = None, counts: dict | None = None) -> dict:
+             version: str | None = "b1234", flags: list[str] | None = None, counts: dict | None = None,
+             host: str | None = None, gpus: tuple[str, ...] = (), case_shard: str | None = None) -> dict:
+    """run.json of a run; ``host`` and ``gpus`` (names) say which machine ran it, ``case_shard`` which slice."""
     engine_info: dict[str, Any] = {"id": engine, "version": version, "launcher": launcher,
                                    "flags": flags if flags is not None else ["--port", "8080", "--jinja"]}
     if launcher == "external":
         engine_info["base_url"] = "http://staging.example:8000/v1"
+    hardware: dict[str, Any] = {"cpu": "test", "cores": 2}
+    if host is not None:
+        hardware.update(host=host, gpus=[{"name": name, "memory": "81559 MiB", "driver": "550.1"} for name in gpus])
     return {
         "schema_version": 2, "run_id": run_id, "pair": f"{model}@{engine}", "engine": engine_info,
         "model": {"id": model, "family": "hermes", "served_name": f"{model}-served"},
-        "hardware": {"cpu": "test", "cores": 2}, "started": started, "finished": started,
-        "toolmatrix_version": "0.1.0", "counts": counts or {}, "exit_status": "complete",
+        "hardware": hardware, "started": started, "finished": started,
+        "toolmatrix_version": "0.1.0", "counts": counts or {}, "exit_status": "complete", "case_shard": case_shard,
     }
 
 

@@ -247,3 +247,163 @@ def test_the_diff_shows_expected_against_got_calls(mode):
 def test_key_flags_keep_tool_calling_flags_and_their_values():
     flags = ["--port", "8080", "--jinja", "--tool-call-parser", "hermes", "-m", "/w.gguf", "--chat-template=x.jinja"]
     assert key_flags(flags) == ["--jinja", "--tool-call-parser hermes", "--chat-template=x.jinja"]
+
+
+# -- runs of one pair from several machines -------------------------------------------------------------------
+
+
+def _two_hosts(root: Path, older_fails: bool, **newer_options) -> tuple[Path, Path]:
+    """One pair run on host gpu-a (newer) and host cpu-b (older); they disagree on single.b [stream] only."""
+    disagreeing = {"single.a": "pass", "single.b": "pass/fail" if older_fails else "pass/error"}
+    agreeing = {"single.a": "pass", "single.b": "pass"}
+    newer = write_results(root / "a", suite(agreeing if older_fails else disagreeing), run_id="ra", started=DAY2,
+                          host="gpu-a", gpus=("NVIDIA H100", "NVIDIA H100"), **newer_options)
+    older = write_results(root / "b", suite(disagreeing if older_fails else agreeing), run_id="rb", started=DAY1,
+                          host="cpu-b", flags=["--port", "9090", "--jinja"])
+    return newer, older
+
+
+@pytest.mark.parametrize("older_fails", [True, False], ids=["older-run-fails", "newer-run-fails"])
+def test_runs_of_one_configuration_on_two_hosts_are_one_cell_and_their_disagreement_is_mixed(tmp_path, older_fails):
+    newer, older = _two_hosts(tmp_path, older_fails)
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert (cell.run_id, cell.runs, cell.mixed, cell.total, cell.previous) == ("ra", 2, 1, 4, None)
+    assert cell.pass_rate == 0.75  # the mixed case x mode is not a pass
+    assert report.superseded == () and report.skipped == ()
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert full["counts"] == {"pass": 3, "mixed": 1}
+    assert ["single", "stream", "mixed", "engine", 1] in full["breakdown"]
+    assert [(r["run_id"], r["host"], r["gpus"], r["case_shard"], r["total"], r["pass_rate"]) for r in full["runs"]] == [
+        ("ra", "gpu-a", "2x NVIDIA H100", None, 4, 1.0 if older_fails else 0.75),
+        ("rb", "cpu-b", "CPU", None, 4, 0.75 if older_fails else 1.0)]
+    (mixed,) = full["mixed"]
+    bad = "fail" if older_fails else "error"
+    verdicts = [(r["host"], r["verdict"], r["blame"]) for r in mixed["runs"]]
+    assert (mixed["case_id"], mixed["mode"]) == ("single.b", "stream")
+    assert verdicts == ([("gpu-a", "pass", None), ("cpu-b", bad, "engine")] if older_fails
+                        else [("gpu-a", bad, "engine"), ("cpu-b", "pass", None)])
+    assert full["failures"] == [] and full["failures_total"] == 0  # listed as mixed, not as a failure
+    # The engine failed the mixed case on one host: not conformant there, so not conformant.
+    assert full["conformance_counts"] == {"conformant": 3, "judged": 4}
+    details = (tmp_path / "out" / full["details_file"]).read_text().splitlines()
+    assert [(json.loads(d)["run_id"], json.loads(d)["case_id"]) for d in details] == [
+        ("rb" if older_fails else "ra", "single.b")]
+    page = cell_of(tmp_path / "out", "m1@e1", "page")
+    assert (page["mixed_total"], len(page["mixed"]), len(page["runs"])) == (1, 1, 2)
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert re.search(r"\| m1 +\| 75% \(3/4\), engine 75% \(3/4\), 1 mixed, 2 runs +\|", md)
+    assert f"- single.b \\[stream\\]: gpu-a: {verdicts[0][1]}" in md and "## Mixed verdicts" in md
+
+
+def test_the_same_runs_with_different_engine_versions_keep_newest_wins_with_history(tmp_path):
+    newer, older = _two_hosts(tmp_path, older_fails=True, version="b9999")
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert (cell.run_id, cell.runs, cell.mixed, cell.total, cell.pass_rate) == ("ra", 1, 0, 4, 1.0)
+    assert (cell.previous, cell.newly_failing, cell.newly_passing) == (str(older), 0, 1)
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert [r["host"] for r in full["runs"]] == ["gpu-a"] and full["mixed"] == []
+    assert "Mixed verdicts" not in (tmp_path / "out" / "matrix.md").read_text()
+
+
+def test_case_shards_on_four_hosts_add_up_to_one_whole_cell(tmp_path):
+    cases = [f"single.c{n}" for n in range(8)]
+    for index in range(4):
+        shard = {case: ("fail" if case == "single.c5" else "pass") for case in cases[index::4]}
+        write_results(tmp_path / f"s{index}", suite(shard), run_id=f"r{index}", host=f"node-{index}",
+                      case_shard=f"{index + 1}/4", started=f"2026-01-01T10:0{index}:00+00:00")
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert (cell.runs, cell.mixed, cell.total, cell.previous) == (4, 0, 16, None)
+    assert cell.pass_rate == 0.875
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert sorted((r["host"], r["case_shard"], r["total"]) for r in full["runs"]) == [
+        (f"node-{i}", f"{i + 1}/4", 4) for i in range(4)]
+    assert full["counts"] == {"pass": 14, "fail": 2}
+    assert [(f["case_id"], f["mode"], f["host"], f["run_id"]) for f in full["failures"]] == [
+        ("single.c5", "nonstream", "node-1", "r1"), ("single.c5", "stream", "node-1", "r1")]
+
+
+def test_a_rerun_on_the_same_host_and_slice_wins_and_the_history_compares_with_the_older(tmp_path):
+    write_results(tmp_path / "h1-old", suite({"single.a": "fail"}), run_id="h1-old", started=DAY1, host="h1")
+    write_results(tmp_path / "h2", suite({"single.b": "pass"}), run_id="h2", started=DAY2, host="h2")
+    write_results(tmp_path / "h1-new", suite({"single.a": "pass"}), run_id="h1-new", started=DAY3, host="h1")
+    write_results(tmp_path / "h1-oldest", suite({"single.a": "pass"}), run_id="h1-oldest",
+                  started="2025-12-31T10:00:00+00:00", host="h1")
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert (cell.run_id, cell.runs, cell.mixed, cell.total) == ("h1-new", 2, 0, 4)
+    assert (cell.previous, cell.newly_failing, cell.newly_passing) == (str(tmp_path / "h1-old"), 0, 2)
+    assert report.superseded == (str(tmp_path / "h1-oldest"),)
+    assert [r["run_id"] for r in cell_of(tmp_path / "out", "m1@e1")["runs"]] == ["h1-new", "h2"]
+
+
+@pytest.mark.parametrize(("flags_b", "one_cell"), [
+    (["--port", "9191", "-m", "/data/b/w.gguf", "--jinja", "--tool-call-parser", "hermes"], True),
+    (["--port", "8080", "-m", "/models/w.gguf", "--jinja", "--tool-call-parser", "llama3_json"], False),
+], ids=["port-and-path-differ", "parser-differs"])
+def test_only_tool_calling_flags_make_a_different_configuration(tmp_path, flags_b, one_cell):
+    flags_a = ["--port", "8080", "-m", "/models/w.gguf", "--jinja", "--tool-call-parser", "hermes"]
+    write_results(tmp_path / "a", suite({"single.a": "pass"}), run_id="ra", started=DAY2, host="a", flags=flags_a)
+    write_results(tmp_path / "b", suite({"single.a": "pass"}), run_id="rb", started=DAY1, host="b", flags=flags_b)
+
+    (cell,) = build_matrix([tmp_path], tmp_path / "out").cells
+
+    assert (cell.runs, cell.previous is None) == ((2, True) if one_cell else (1, False))
+
+
+def test_a_broken_run_leaves_its_cell_and_an_older_run_of_its_host_takes_its_place(tmp_path):
+    write_results(tmp_path / "a", suite({"single.a": "pass"}), run_id="ra", started=DAY3, host="a")
+    bad = write_results(tmp_path / "b-new", suite({"single.a": "pass"}), run_id="rb2", started=DAY2, host="b")
+    with (bad / "results.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    write_results(tmp_path / "b-old", suite({"single.a": "fail"}), run_id="rb1", started=DAY1, host="b")
+
+    report = build_matrix([tmp_path], tmp_path / "out")
+
+    (cell,) = report.cells
+    assert [s.path for s in report.skipped] == [str(bad)]
+    assert (cell.runs, cell.mixed, cell.previous) == (2, 2, None)
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert [r["run_id"] for r in full["runs"]] == ["ra", "rb1"]
+    details = (tmp_path / "out" / full["details_file"]).read_text().splitlines()
+    assert {json.loads(d)["run_id"] for d in details} == {"rb1"}  # nothing of the broken run
+
+
+def test_the_page_caps_the_runs_and_mixed_lists_of_a_cell(tmp_path):
+    cases = {f"single.c{n:03d}": "pass" for n in range(300)}
+    write_results(tmp_path / "a", suite(cases), run_id="ra", started=DAY2, host="a")
+    write_results(tmp_path / "b", suite(dict.fromkeys(cases, "fail")), run_id="rb", started=DAY1, host="b")
+    for n in range(60):
+        write_results(tmp_path / f"s{n}", suite({f"other.c{n}": "pass"}), run_id=f"s{n}", host=f"shard-host-{n}",
+                      started=DAY1)
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    full, page = cell_of(tmp_path / "out", "m1@e1"), cell_of(tmp_path / "out", "m1@e1", "page")
+    assert (full["runs_total"], len(full["runs"]), full["mixed_total"], len(full["mixed"])) == (62, 62, 600, 600)
+    assert page["runs_total"] == 62 and 1 <= len(page["runs"]) <= 50
+    assert page["mixed_total"] == 600 and 0 < len(page["mixed"]) <= 50
+    assert full["pass_rate"] == round(120 / 720, 4)  # the other hosts' passes; every mixed one is not
+
+
+def test_host_names_stay_data_in_page_and_markdown(tmp_path):
+    evil = "<img src=x onerror=alert(1)>|"
+    write_results(tmp_path / "a", suite({"single.a": "pass"}), run_id="ra", started=DAY2, host=evil, gpus=(evil,))
+    write_results(tmp_path / "b", suite({"single.a": "fail"}), run_id="rb", started=DAY1, host="b")
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    assert "<img" not in (tmp_path / "out" / "index.html").read_text()
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert "<img" not in md and "- single.a \\[nonstream\\]: &lt;img src=x onerror=alert(1)&gt;\\|: pass" in md
+    assert cell_of(tmp_path / "out", "m1@e1", "page")["runs"][0]["gpus"] == evil

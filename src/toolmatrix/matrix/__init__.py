@@ -26,9 +26,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for cell in report.cells:
         rate = "-" if cell.pass_rate is None else f"{100 * cell.pass_rate:.0f}%"
         since = f", {cell.newly_failing} newly failing, {cell.newly_passing} newly passing" if cell.previous else ""
-        print(f"{cell.pair}: {rate} of {cell.total} ({cell.path}{since})")
+        runs = f", {cell.runs} runs, {cell.mixed} mixed" if cell.runs > 1 else ""
+        print(f"{cell.pair}: {rate} of {cell.total} ({cell.path}{runs}{since})")
     if report.superseded:
-        print(f"{len(report.superseded)} older run(s) not shown (a newer run of the same pair wins)")
+        print(f"{len(report.superseded)} older run(s) not shown (newer runs of the same pair win)")
     print("wrote " + ", ".join(str(p) for p in report.outputs))
     if not report.cells:
         print("toolmatrix matrix build: no usable results directory among the inputs", file=sys.stderr)
@@ -48,10 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="matrix_command", required=True, metavar="COMMAND")
     build = commands.add_parser(
         "build", help="merge results directories into index.html, matrix.md and matrix.json",
-        description="Merge results directories (the newest run of each MODEL@ENGINE pair wins; the one before it "
-                    "gives the history) into DIR/index.html, DIR/matrix.md and DIR/matrix.json. Unusable inputs are "
-                    "reported and skipped. Exit status: 0 built; 2 nothing usable, or (--strict) any input "
-                    "skipped.")
+        description="Merge results directories into DIR/index.html, DIR/matrix.md and DIR/matrix.json. The newest "
+                    "run of each MODEL@ENGINE pair wins, with the newest runs of the same configuration on other "
+                    "hosts or case shards (one cell; cases their verdicts disagree on are mixed); the newest run "
+                    "not in the cell gives the history. Unusable inputs are reported and skipped. Exit status: 0 "
+                    "built; 2 nothing usable, or (--strict) any input skipped.")
     build.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, or a directory holding some")
     build.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="where to write the matrix")
     build.add_argument("--title", metavar="TEXT", default="toolmatrix", help="page title (default: toolmatrix)")

@@ -1,8 +1,10 @@
 """Merge result directories into one matrix: ``index.html``, ``matrix.md``, ``matrix.json`` and ``cells/*.jsonl``.
 
-Per pair (``run.json`` ``pair``) the newest valid run is the cell and the next newer valid one its history;
-older runs are not read at all. Only ``run.json`` files are read before choosing, so a build costs one pass over
-the records that are shown. Unusable directories are reported by name with the reason and skipped.
+Per pair (``run.json`` ``pair``) the newest valid run and the runs of its configuration (``configuration``) on
+other machines or slices of the cases are the cell: the newest run of each host and case shard. The newest valid
+run not in the cell is its history; older runs are not read at all. Only ``run.json`` files are read before
+choosing, so a build costs one pass over the records that are shown. Unusable directories are reported by name
+with the reason and skipped.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ from typing import IO, Iterable, Iterator
 
 import attrs
 
-from toolmatrix.matrix.cell import Cell, history, page_history, summarize_run
+from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
-from toolmatrix.results import RECORDS, RUN, ResultsError, RunInfo, read_outcomes, read_run_info
+from toolmatrix.results import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
 from toolmatrix.runinfo import toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
-# one cell does not use passes on to the next); its counts, flags and breakdown take about CELL_SUMMARY_BYTES,
-# the rest goes to its failing cases (7/8) and its history (1/8).
+# one cell does not use passes on to the next); its counts, flags, breakdown and newest run take about
+# CELL_SUMMARY_BYTES, the rest goes to its failing cases (7/8; of a cell of several runs, 1/8 of that to its other
+# runs and its mixed cases) and its history (1/8).
 PAGE_DATA_BUDGET = 1_300_000
 CELL_SUMMARY_BYTES = 3_000
 MIN_CELL_TEXT = 2_000
@@ -53,6 +56,8 @@ class CellReport:
     previous: str | None  # the run the history compares with
     newly_failing: int
     newly_passing: int
+    runs: int  # in the cell: one per machine and slice of the cases
+    mixed: int  # case x mode its runs disagree on
 
 
 @attrs.frozen
@@ -86,6 +91,26 @@ def _slug(pair: str) -> str:
     # File names from untrusted ids: no separators, no leading dot, and a hash against collisions.
     safe = re.sub(r"[^A-Za-z0-9_.@-]+", "_", pair).lstrip(".")[:80]
     return f"{safe}-{hashlib.sha256(pair.encode()).hexdigest()[:8]}"
+
+
+def configuration(run: Run) -> tuple:
+    """What makes two runs of a pair comparable: the engine (id, version, launcher, tool-calling flags, image) and
+    the model (weights, chat template, revision). Not every flag: ports and paths differ from machine to machine."""
+    engine, model = run.engine, run.model
+    return (run.engine_id, engine.get("version"), engine.get("launcher"), tuple(key_flags(engine.get("flags", []))),
+            engine.get("image_digest") or engine.get("image"), model.get("weights_sha256"),
+            model.get("chat_template_sha256"), model.get("revision"))
+
+
+def cell_runs(runs: list[RunInfo]) -> list[RunInfo]:
+    """The runs of a pair's cell (``runs`` newest first): of the newest run's configuration, the newest run of
+    each host and case shard."""
+    wanted = configuration(runs[0].run)
+    newest: dict[tuple[str | None, str | None], RunInfo] = {}
+    for info in runs:
+        if configuration(info.run) == wanted:
+            newest.setdefault((info.run.hardware.get("host"), info.run.case_shard), info)
+    return list(newest.values())
 
 
 def _newest_first(infos: list[RunInfo]) -> dict[str, list[RunInfo]]:
@@ -128,18 +153,23 @@ class _Chosen:
 
 
 def _choose(runs: list[RunInfo], share: int, out_dir: Path) -> _Chosen:
-    """The newest valid run as a cell (with the history against the next valid one); the runs left unread."""
-    rest, skipped = iter(runs), []
-    cell = None
+    """The cell of the valid runs (``cell_runs``), with the history against the next valid one; the runs left
+    unread."""
+    candidates, skipped = list(runs), []
     budget = max(MIN_CELL_TEXT, share - CELL_SUMMARY_BYTES)
-    for info in rest:
+    details_name = f"{CELLS_DIR}/{_slug(runs[0].pair)}.jsonl"
+    cell = None
+    while candidates and cell is None:
+        members = cell_runs(candidates)
         try:
-            cell = summarize_run(info, budget - budget // 8, out_dir, f"{CELLS_DIR}/{_slug(info.pair)}.jsonl")
-            break
-        except ResultsError as exc:
-            skipped.append(Skipped(str(info.path), str(exc)))
+            cell = summarize_runs(members, budget - budget // 8, out_dir, details_name)
+        except BrokenRun as exc:  # the cell without it: another run of its machine may fill its place
+            skipped.append(Skipped(str(exc.info.path), str(exc)))
+            candidates = [c for c in candidates if c is not exc.info]
     if cell is None:
         return _Chosen(None, [], skipped)
+    in_cell = {info.path for info in members}
+    rest = (info for info in candidates if info.path not in in_cell)
     for info in rest:
         try:
             changes = history(info, read_outcomes(info), cell.outcomes)
@@ -222,7 +252,8 @@ def _report(cell: Cell) -> CellReport:
     changes = cell.full["history"] or {}
     return CellReport(cell.info.pair, str(cell.info.path), cell.info.run_id, cell.full["total"],
                       cell.full["pass_rate"], changes.get("previous_path"),
-                      len(changes.get("newly_failing", ())), len(changes.get("newly_passing", ())))
+                      len(changes.get("newly_failing", ())), len(changes.get("newly_passing", ())),
+                      cell.full["runs_total"], cell.full["mixed_total"])
 
 
 def _write(path: Path, text: str) -> Path:

@@ -1,7 +1,9 @@
-"""One matrix cell from one run, in a single streaming pass over its records.
+"""One matrix cell from the runs of one pair configuration, in a single streaming pass over each run's records.
 
 A cell keeps counts for every record but text for failing ones only, and only as much as its share of the page
-allows; every failing record is also copied verbatim to the cell's ``.jsonl`` file, which holds the full story.
+allows; every failing record of every run is also copied verbatim to the cell's ``.jsonl`` file, which holds the
+full story. Several runs (machines, slices of the cases) make one cell: each case x mode counts once, and one
+whose runs disagree on the verdict is *mixed*: neither a pass nor a failure, listed with each run's verdict.
 """
 
 from __future__ import annotations
@@ -11,16 +13,18 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Mapping
 
 import attrs
 
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
-from toolmatrix.results import Outcome, RunInfo, Verdict, repro_command, scan_records
+from toolmatrix.results import Outcome, ResultsError, RunInfo, Verdict, repro_command, scan_records
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
 HISTORY_CAP = 50  # newly failing / passing cases listed per cell on the page (all of them in matrix.json)
+RUNS_CAP = 50  # runs and mixed cases listed per cell on the page (all of them in matrix.json)
+MIXED = "mixed"  # a cell's verdict for a case x mode its runs disagree on; never a record's
 
 
 def key_flags(flags: list[str]) -> list[str]:
@@ -85,12 +89,64 @@ class _Budget:
 
 @attrs.frozen
 class Cell:
-    """A cell for matrix.json (``full``) and for the page (``page``: the same, within its byte budget)."""
+    """A cell for matrix.json (``full``) and for the page (``page``: the same, within its byte budget).
+
+    ``info`` is its newest run; ``outcomes`` what each case x mode came to over all its runs."""
 
     info: RunInfo
     full: dict
     page: dict
     outcomes: dict[tuple[str, str], Outcome]
+
+
+class BrokenRun(Exception):
+    """A run of a cell whose records are unusable; the message names the file and the problem."""
+
+    def __init__(self, info: RunInfo, message: str):
+        super().__init__(message)
+        self.info = info
+
+
+@attrs.frozen
+class _RunScan:
+    """What one run of a cell came to: each of its case x mode (small tuples only) and its evidence statuses."""
+
+    info: RunInfo
+    outcomes: dict[tuple[str, str], Outcome]
+    evidence: Counter
+
+
+@attrs.define
+class _Failures:
+    """The failing cases of a cell: every one (for matrix.json), those within the page budget, and the file that
+    gets every failing record of every run verbatim."""
+
+    budget: _Budget
+    details: IO[bytes]
+    listed: list[dict] = attrs.Factory(list)
+    shown: list[dict] = attrs.Factory(list)
+
+    def copy(self, raw: bytes) -> None:
+        self.details.write(raw if raw.endswith(b"\n") else raw + b"\n")
+
+    def add(self, record: dict, prefix: list[str], source: dict) -> None:
+        entry = {
+            "case_id": record["case_id"], "category": record["category"], "mode": record["mode"],
+            "verdict": record["verdict"], "blame": record["blame"], "reason": cap(record["reason"], REASON_CAP),
+            "repro": repro_command(prefix, record["case_id"], record["mode"]), **source,
+        }
+        if record.get("description"):
+            entry["description"] = record["description"]
+        self.listed.append(entry)
+        if self.budget.take_row(entry):
+            detail = None if self.budget.details_full else failure_detail(record, self.budget.blob_cap)
+            self.shown.append({**entry, "detail": detail} if detail and self.budget.take_detail(detail) else entry)
+
+    def without(self, mixed: set[tuple[str, str]]) -> None:
+        """Drop the cases found mixed after they were listed (a newer run failed them, an older one did not)."""
+        if mixed:
+            self.listed = [e for e in self.listed if (e["case_id"], e["mode"]) not in mixed]
+            self.shown = [e for e in self.shown if (e["case_id"], e["mode"]) not in mixed]
 
 
 def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
@@ -107,69 +163,132 @@ def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
     }
 
 
-def summarize_run(info: RunInfo, budget: int, out_dir: Path, details_name: str) -> Cell:
-    """Read every record of ``info`` once, copying the failing ones to ``out_dir/details_name``.
+def gpu_names(hardware: dict) -> str:
+    """The GPUs of a run's machine by name (``2x NVIDIA H100``), or ``CPU`` when it reported none."""
+    names = Counter(str(g.get("name")) if isinstance(g, dict) else str(g) for g in hardware.get("gpus") or ())
+    return ", ".join(name if n == 1 else f"{n}x {name}" for name, n in names.items()) or "CPU"
 
-    Raises ResultsError (and leaves no details file) when a record is bad.
+
+def _run_entry(scan: _RunScan) -> dict[str, Any]:
+    run, outcomes = scan.info.run, scan.outcomes
+    passed = sum(1 for o in outcomes.values() if o.verdict is Verdict.PASS)
+    return {"run_id": run.run_id, "host": run.hardware.get("host"), "gpus": gpu_names(run.hardware),
+            "case_shard": run.case_shard, "started": run.started, "path": str(scan.info.path),
+            "total": len(outcomes), "pass_rate": round(passed / len(outcomes), 4) if outcomes else None}
+
+
+def summarize_runs(infos: list[RunInfo], budget: int, out_dir: Path, details_name: str) -> Cell:
+    """One cell of ``infos`` (newest first), reading each run's records once and copying the failing ones to
+    ``out_dir/details_name``.
+
+    Raises BrokenRun (and leaves no details file) when a record of one of the runs is bad.
     """
     details_path = out_dir / details_name
     details_path.parent.mkdir(parents=True, exist_ok=True)
     partial = details_path.with_name(details_path.name + ".partial")
+    several = budget // 8 if len(infos) > 1 else 0  # room for the second run on and the mixed cases
     try:
         with partial.open("wb") as details:
-            cell = _summarize(info, _Budget.of(budget), details, details_name)
+            failures = _Failures(_Budget.of(budget - several), details)
+            merged: dict[tuple[str, str], Outcome] = {}
+            scans = [_scan_run(info, merged, failures, len(infos) > 1) for info in infos]
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, details_path)
-    return cell
+    return _cell(scans, merged, failures, several, details_name)
 
 
-def _summarize(info: RunInfo, budget: _Budget, details: Any, details_name: str) -> Cell:
+def _scan_run(info: RunInfo, merged: dict[tuple[str, str], Outcome], failures: _Failures, tag: bool) -> _RunScan:
+    """One pass over a run: its outcomes, folded into ``merged``; its failing records copied, and listed unless a
+    newer run of the cell recorded the case already (each case x mode counts once)."""
     prefix = info.run.repro_prefix()
-    blob_cap = budget.blob_cap
-    breakdown: Counter = Counter()
+    source = {"run_id": info.run_id, "host": info.run.hardware.get("host")} if tag else {}
     outcomes: dict[tuple[str, str], Outcome] = {}
-    failures: list[dict] = []
-    shown: list[dict] = []
-    conformance: Counter = Counter()
     evidence: Counter = Counter()
-    for line in scan_records(info):
-        record = line.data  # failing records are copied as they are: the typed Record is not needed here
-        outcome = line.outcome
-        breakdown[record["category"], record["mode"], record["verdict"], record["blame"]] += 1
-        conformance[record["category"], record["mode"], outcome.conformant] += 1
-        evidence[(record.get("evidence") or {}).get("status", "not asked")] += 1
-        outcomes[record["case_id"], record["mode"]] = outcome
-        if record["verdict"] == Verdict.PASS:
+    try:
+        for line in scan_records(info):
+            record = line.data  # failing records are copied as they are: the typed Record is not needed here
+            key = (record["case_id"], record["mode"])
+            outcome = outcomes[key] = line.outcome
+            evidence[(record.get("evidence") or {}).get("status", "not asked")] += 1
+            if outcome.verdict is Verdict.PASS:
+                continue
+            failures.copy(line.raw)
+            if key not in merged:
+                failures.add(record, prefix, source)
+    except ResultsError as exc:
+        raise BrokenRun(info, str(exc)) from None
+    _fold(merged, outcomes)
+    return _RunScan(info, outcomes, evidence)
+
+
+def _fold(merged: dict[tuple[str, str], Outcome], outcomes: Mapping[tuple[str, str], Outcome]) -> None:
+    for key, outcome in outcomes.items():
+        first = merged.setdefault(key, outcome)
+        if first is not outcome:
+            merged[key] = _combine(first, outcome)
+
+
+def _combine(newer: Outcome, older: Outcome) -> Outcome:
+    """One case x mode of two runs: their verdict if they agree, else mixed (with the first failure's blame);
+    conformant only if no run found the engine at fault, and judged if any run was."""
+    verdict = newer.verdict if newer.verdict == older.verdict else MIXED
+    blamed = older if newer.verdict is Verdict.PASS else newer
+    if False in (newer.conformant, older.conformant):
+        conformant = False
+    else:
+        conformant = None if newer.conformant is None and older.conformant is None else True
+    return Outcome(newer.category, verdict, blamed.blame, blamed.reason, conformant)
+
+
+def _mixed(merged: dict[tuple[str, str], Outcome], scans: list[_RunScan]) -> list[dict]:
+    """Each mixed case x mode with every verdict recorded for it: run, host, verdict, blame and reason."""
+    out = []
+    for key, outcome in merged.items():
+        if outcome.verdict != MIXED:
             continue
-        details.write(line.raw if line.raw.endswith(b"\n") else line.raw + b"\n")
-        entry = {
-            "case_id": record["case_id"], "category": record["category"], "mode": record["mode"],
-            "verdict": record["verdict"], "blame": record["blame"], "reason": cap(record["reason"], REASON_CAP),
-            "repro": repro_command(prefix, record["case_id"], record["mode"]),
-        }
-        if record.get("description"):
-            entry["description"] = record["description"]
-        failures.append(entry)
-        if budget.take_row(entry):
-            detail = None if budget.details_full else failure_detail(record, blob_cap)
-            shown.append({**entry, "detail": detail} if detail and budget.take_detail(detail) else entry)
+        runs = [(scan.info.run, scan.outcomes[key]) for scan in scans if key in scan.outcomes]
+        out.append({"case_id": key[0], "mode": key[1], "category": outcome.category, "runs": [
+            {"run_id": run.run_id, "host": run.hardware.get("host"), "verdict": str(o.verdict),
+             "blame": o.blame and str(o.blame), "reason": cap(o.reason, REASON_CAP)} for run, o in runs]})
+    return sorted(out, key=_order)
+
+
+def _rows(counts: Counter) -> list[list]:
+    """Counter keys as JSON rows, enum members as their words, in a stable order."""
+    rows = [[*(str(v) if isinstance(v, str) else v for v in key), n] for key, n in counts.items()]
+    return sorted(rows, key=lambda row: str(tuple(row[:-1])))
+
+
+def _cell(scans: list[_RunScan], merged: dict[tuple[str, str], Outcome], failures: _Failures, several: int,
+          details_name: str) -> Cell:
+    breakdown = Counter((o.category, mode, o.verdict, o.blame) for (_, mode), o in merged.items())
+    conformance = Counter((o.category, mode, o.conformant) for (_, mode), o in merged.items())
+    mixed = _mixed(merged, scans)
+    failures.without({(m["case_id"], m["mode"]) for m in mixed})
+    runs = [_run_entry(scan) for scan in scans]
+    breakdown_rows = _rows(breakdown)
     counts: Counter = Counter()
-    for (_, _, verdict, _), n in breakdown.items():
+    for _, _, verdict, _, n in breakdown_rows:
         counts[verdict] += n
     base = {
-        **_run_fields(info, details_name),
+        **_run_fields(scans[0].info, details_name),
         "total": sum(counts.values()), "counts": dict(counts), "pass_rate": pass_rate(counts),
-        "breakdown": [[*key, n] for key, n in sorted(breakdown.items(), key=lambda kv: str(kv[0]))],
-        **conformance_fields(conformance), "evidence": dict(sorted(evidence.items())),
-        "failures_total": len(failures), "history": None,
+        "breakdown": breakdown_rows, **conformance_fields(conformance),
+        "evidence": dict(sorted(sum((s.evidence for s in scans), Counter()).items())),
+        "failures_total": len(failures.listed), "runs_total": len(runs), "mixed_total": len(mixed), "history": None,
     }
-    order = lambda e: (e["category"], e["case_id"], e["mode"])  # noqa: E731
-    full = {**base, "failures": sorted(failures, key=order)}
-    page = {**base, "failures": sorted(shown, key=order),
-            "details_shown": sum(1 for e in shown if "detail" in e)}
-    return Cell(info, full, page, outcomes)
+    full = {**base, "runs": runs, "mixed": mixed, "failures": sorted(failures.listed, key=_order)}
+    listed = [{k: v for k, v in run.items() if k != "path"} for run in runs]  # the page has no use for paths
+    page = {**base, "runs": listed[:1] + capped(listed[1:], RUNS_CAP - 1, several // 2),
+            "mixed": capped(mixed, RUNS_CAP, several // 2), "failures": sorted(failures.shown, key=_order),
+            "details_shown": sum(1 for e in failures.shown if "detail" in e)}
+    return Cell(scans[0].info, full, page, merged)
+
+
+def _order(entry: dict) -> tuple[str, str, str]:
+    return entry["category"], entry["case_id"], entry["mode"]
 
 
 def _size(value: Any) -> int:
@@ -198,11 +317,16 @@ def page_history(changes: dict, budget: int) -> dict:
     out = dict(changes)
     for key in ("newly_failing", "newly_passing"):
         out[key + "_total"] = len(changes[key])
-        kept, room = [], budget // 2
-        for entry in changes[key][:HISTORY_CAP]:
-            room -= _size(entry)
-            if room < 0:
-                break
-            kept.append(entry)
-        out[key] = kept
+        out[key] = capped(changes[key], HISTORY_CAP, budget // 2)
     return out
+
+
+def capped(entries: list[dict], limit: int, room: int) -> list[dict]:
+    """The first of ``entries`` (at most ``limit``) that fit in ``room`` bytes: first come, not a random pick."""
+    kept = []
+    for entry in entries[:limit]:
+        room -= _size(entry)
+        if room < 0:
+            break
+        kept.append(entry)
+    return kept

@@ -83,7 +83,9 @@ def _cell_md(cell: dict) -> str:
     if "conformance" in cell:  # cells of older toolmatrix builds have none
         judged = cell["conformance_counts"]
         text += f", engine {_percent(cell['conformance'])} ({judged['conformant']}/{judged['judged']})"
-    extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error") if counts.get(v)]
+    extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error", "mixed") if counts.get(v)]
+    if cell["runs_total"] > 1:
+        extra.append(f"{cell['runs_total']} runs")
     changes = cell["history"]
     if changes and (changes["newly_failing_total"] or changes["newly_passing_total"]):
         extra.append(f"{changes['newly_failing_total']} newly failing, {changes['newly_passing_total']} newly passing")
@@ -123,6 +125,26 @@ def _changes_md(cells: list[dict]) -> list[str]:
     return ["", "## Changes since the previous run", *lines] if lines else []
 
 
+def _mixed_item_md(entry: dict) -> str:
+    verdicts = "; ".join(f"{md_text(r['host'] or r['run_id'])}: {r['verdict']}"
+                         + (f" ({md_text(r['reason'], 100)})" if r["reason"] else "") for r in entry["runs"])
+    return f"- {md_text(entry['case_id'])} \\[{entry['mode']}\\]: {verdicts}"
+
+
+def _mixed_md(cells: list[dict]) -> list[str]:
+    lines = []
+    for cell in cells:
+        total = cell["mixed_total"]
+        if not total:
+            continue
+        listed = cell["mixed"][:MD_LIST_CAP]
+        lines += ["", f"### {md_text(cell['pair'])}", "", *map(_mixed_item_md, listed)]
+        if total > len(listed):
+            lines.append(f"- ... and {total - len(listed)} more mixed (see matrix.json)")
+    intro = "Runs of one configuration on several machines disagree on these (neither a pass nor a failure):"
+    return ["", "## Mixed verdicts", "", intro, *lines] if lines else []
+
+
 def render_markdown(data: dict) -> str:
     """``matrix.md``: the matrix, the per-category rates, what changed, and what was skipped."""
     cells = data["cells"]
@@ -136,9 +158,11 @@ def render_markdown(data: dict) -> str:
             for m in shape["models"]]
     lines = [f"# {md_text(data['title'])} compatibility matrix", "",
              f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}. "
-             "Pass rate = passing case x mode records / all records of the pair's newest run (the model and the "
-             "engine together). Engine = engine conformance: the share of answered records where the engine "
-             "returned what the model said, in a valid wire shape, honouring the request (the engine alone).", "",
+             "Pass rate = passing case x mode / all case x mode of the pair's newest run, with the newest runs of "
+             "its configuration on other machines or case shards (the model and the engine together); a case x "
+             "mode those runs disagree on is mixed, not a pass. Engine = engine conformance: the share of answered "
+             "records where the engine returned what the model said, in a valid wire shape, honouring the request "
+             "(the engine alone).", "",
              tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     if cells and shape["categories"]:
         rows = [[md_text(c["pair"])] + _category_rates(c, shape["categories"]) for c in cells]
@@ -146,6 +170,7 @@ def render_markdown(data: dict) -> str:
                   tabulate(rows, headers=["pair"] + [md_text(c) for c in shape["categories"]], tablefmt="github",
                            disable_numparse=True)]
     lines += _changes_md(cells)
+    lines += _mixed_md(cells)
     if data["skipped"]:
         lines += ["", "## Skipped inputs", ""]
         lines += [f"- {md_text(s['path'])}: {md_text(s['reason'].splitlines()[0], 300)}" for s in data["skipped"]]
