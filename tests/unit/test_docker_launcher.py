@@ -19,7 +19,7 @@ from toolmatrix.launchers import LAUNCHERS, LaunchError
 from toolmatrix.launchers import docker as docker_launcher
 from toolmatrix.launchers.readiness import field_values
 from toolmatrix.launchers.docker import (
-    LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, split_image,
+    LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, container_config, split_image,
 )  # fmt: skip
 from toolmatrix.registry import load_registry
 
@@ -184,6 +184,7 @@ def quiet_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_TOKEN", SECRET)
     monkeypatch.setenv("HF_HOME", "/hf")
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # no scheduler granted this process any GPU
 
 
 def launcher(engine_id: str, model_id: str, client: FakeClient, tmp_path, **kwargs: Any) -> DockerLauncher:
@@ -232,6 +233,23 @@ def test_vllm_run_kwargs_gpu_labels_volumes_and_env_names_only(stand_in, tmp_pat
     assert described["flags"] == kwargs["command"]
     assert "pull" not in client.call_names()  # the image was there already
     made.stop()
+
+
+def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, tmp_path, monkeypatch):
+    """Ray (as Slurm, a CI runner) names the GPUs it gave a task in CUDA_VISIBLE_DEVICES: the container gets those."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.28.0"})})
+    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    made = launcher("vllm", "qwen3", client, tmp_path)
+    made.start()
+    [request] = client.run_kwargs()["device_requests"]
+    assert request["DeviceIDs"] == ["2", "3"] and request["Count"] == 0
+    made.stop()
+    config = container_config(ENGINES["vllm"], MODELS["qwen3"], slots=1, run_id="r")
+    assert "--gpus '\"device=2,3\"'" in config.docker_cli()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # granted none
+    assert container_config(ENGINES["vllm"], MODELS["qwen3"], slots=1, run_id="r").run_kwargs({})[
+        "device_requests"][0]["DeviceIDs"] == []
 
 
 def test_env_var_not_set_is_not_passed(stand_in, tmp_path, monkeypatch):

@@ -59,6 +59,17 @@ class Mount:
     read_only: bool = False
 
 
+DEVICES = "device="
+
+
+def granted_gpus(gpus: str | int, environ: Mapping[str, str]) -> str | int:
+    """The GPUs a container gets: the spec's, or, where a scheduler granted this process some (Ray sets
+    ``CUDA_VISIBLE_DEVICES`` for a task that asked for GPUs, as Slurm and CI runners do), exactly those: two
+    shards on one 8-GPU node must not both take every GPU."""
+    granted = environ.get("CUDA_VISIBLE_DEVICES")
+    return gpus if gpus == "none" or granted is None else DEVICES + granted.replace(" ", "")
+
+
 @attrs.frozen
 class ContainerConfig:
     """Everything one container is started with. ``env`` holds spec values (no secrets); ``env_pass`` only names."""
@@ -104,7 +115,10 @@ class ContainerConfig:
             kwargs["network_mode"] = "host"
         else:
             kwargs["ports"] = {f"{self.port}/tcp": self.host_port}
-        if self.gpus != "none":
+        if str(self.gpus).startswith(DEVICES):
+            ids = str(self.gpus)[len(DEVICES):]
+            kwargs["device_requests"] = [DeviceRequest(device_ids=ids.split(",") if ids else [], capabilities=[["gpu"]])]
+        elif self.gpus != "none":
             count = -1 if self.gpus == "all" else self.gpus  # -1: every GPU, as `--gpus all`
             kwargs["device_requests"] = [DeviceRequest(count=count, capabilities=[["gpu"]])]
         if self.ipc:
@@ -121,7 +135,8 @@ class ContainerConfig:
         options += [["--label", f"{key}={value}"] for key, value in self.labels.items()]
         options.append(["--network", "host"] if self.network == "host" else ["-p", f"{self.host_port}:{self.port}"])
         if self.gpus != "none":
-            options.append(["--gpus", str(self.gpus)])
+            # docker's --gpus reads a CSV: a list of devices is quoted inside the value
+            options.append(["--gpus", f'"{self.gpus}"' if "," in str(self.gpus) else str(self.gpus)])
         if self.ipc:
             options.append(["--ipc", self.ipc])
         if self.shm_size:
@@ -200,7 +215,7 @@ def container_config(engine: EngineSpec, model: ModelSpec, *, slots: int = 2, ru
         env_pass=spec.env_pass,
         labels={LABEL_RUN: run_id, LABEL_PAIR: f"{model.id}@{engine.id}", LABEL_OWNER: owner or owner_label()},
         mounts=caches + weight_mounts + template_mounts,
-        gpus=spec.gpus,
+        gpus=granted_gpus(spec.gpus, os.environ),
         ipc=spec.ipc,
         shm_size=spec.shm_size,
         ulimits=dict(spec.ulimits),
