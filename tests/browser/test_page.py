@@ -186,3 +186,33 @@ def test_model_output_stays_inert_text(page):
     response = page.locator("#detail pre.response").first.inner_text()
     assert f'"content": "{SCRIPT}{IMG.replace(chr(34), chr(92) + chr(34))}"' in response
     assert IMG in page.locator("#detail pre.chunks").first.inner_text().replace('\\"', '"')
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory) -> Path:
+    """One pair run on an H100 box and on a CPU box, the same configuration, disagreeing on one case."""
+    root = tmp_path_factory.mktemp("machines")
+    write_results(root / "gpu", suite({"single.a": "pass", "single.b": "pass"}), run_id="on-gpu",
+                  started="2026-03-01T10:00:00+00:00", host="gpu-box-7", gpus=("NVIDIA H100 80GB HBM3",))
+    write_results(root / "cpu", suite({"single.a": "pass", "single.b": "fail"}), run_id="on-cpu",
+                  started="2026-03-01T10:05:00+00:00", host=f"cpu{SCRIPT}")
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_a_cell_of_two_machines_lists_both_and_shows_where_they_disagree(browser, two_machines):
+    page = browser.new_page()
+    page.goto(two_machines.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    m1e1 = cell(page, "m1@e1")
+    assert m1e1.locator(".rate").inner_text() == "50%"  # single.b in both modes is mixed: not a pass
+    m1e1.locator("button").click()
+    runs = page.locator("#detail table.runs tr").all_inner_texts()
+    assert len(runs) == 3 and "gpu-box-7\tNVIDIA H100 80GB HBM3" in runs[2] and f"cpu{SCRIPT}\tCPU" in runs[1]
+    mixed = page.locator("#detail ul.mixed > li")
+    assert mixed.count() == 2 and {mixed.nth(i).get_attribute("data-case") for i in range(2)} == {"single.b"}
+    lines = mixed.first.inner_text().lower().splitlines()  # verdicts are shown in capitals
+    assert f"fail cpu{SCRIPT} (run on-cpu), blame: engine: args_not_object: arguments are not an object" in lines
+    assert "pass gpu-box-7 (run on-gpu)" in lines
+    assert page.locator("script").count() == 2  # the host name stayed text
+    page.close()
