@@ -21,12 +21,12 @@ from typing import Any
 
 from tabulate import tabulate
 
+from toolmatrix.argtypes import positive_int
 from toolmatrix.executors import EmitError
 from toolmatrix.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
 from toolmatrix.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
 from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
-from toolmatrix.matrix import _positive  # the same check as matrix build -j
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.shards import Plan, PlanError, plan_shards
@@ -286,9 +286,9 @@ def register(subparsers: Any) -> None:
     emit = plan.add_argument_group("fan-out (--emit: --engine and --model take comma lists)")
     emit.add_argument("--emit", choices=tuple(EMITTERS), help="write the plan of every pair as data, a GitHub "
                       "Actions workflow or Kubernetes Jobs, instead of one pair's launch")
-    emit.add_argument("--case-shards", type=_positive, default=1, metavar="N",
+    emit.add_argument("--case-shards", type=positive_int, default=1, metavar="N",
                       help="split each pair's cases into N shards (default 1)")
-    emit.add_argument("--repeat", type=_positive, default=1, metavar="K", help="run each shard K times (default 1)")
+    emit.add_argument("--repeat", type=positive_int, default=1, metavar="K", help="run each shard K times (default 1)")
     emit.add_argument("--results-root", default="results", metavar="DIR",
                       help="the shards write DIR/<shard> (default results)")
     emit.add_argument("-o", "--output", type=Path, metavar="FILE", help="write FILE instead of stdout")

@@ -9,8 +9,6 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import re
 import secrets
@@ -26,6 +24,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 
+from toolmatrix.argtypes import case_shard, positive_int, positive_seconds
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
@@ -75,37 +74,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(what an executor writes for a shard it lost with its machine)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
-
-
-def positive_seconds(text: str) -> float:
-    """A duration in seconds: finite and above zero (``nan``, ``inf``, 0 and negatives would never time out)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
-    return value
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
-    return value
-
-
-def case_shard(text: str) -> CaseShard:
-    try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 2/4") from None
-    if not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
-    return CaseShard(index, count)
 
 
 def check_base_url(url: str) -> None:

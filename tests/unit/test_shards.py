@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 from tests.helpers_results import record, write_results
 from toolmatrix.cases import CaseShard, load_cases
 from toolmatrix.executors.ray import _pack, file_results, task_options
-from toolmatrix.plugin import case_shard
+from toolmatrix.argtypes import case_shard
 from toolmatrix.registry import data_root
 from toolmatrix.shards import PlanError, plan_shards
 

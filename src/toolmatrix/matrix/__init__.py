@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolmatrix.argtypes import positive_int
 from toolmatrix.matrix.build import BuildReport, CellReport, Skipped, build_matrix
 
 __all__ = ["BuildReport", "CellReport", "Skipped", "build_matrix", "register"]
@@ -37,12 +38,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 2 if args.strict and report.skipped else 0  # an input error, as when nothing was usable
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 (got {text!r})")
-    return int(text)
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``toolmatrix matrix build RESULTS... -o DIR``."""
     parser = subparsers.add_parser("matrix", help="build the compatibility matrix page from results directories")
@@ -57,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("results", nargs="+", metavar="RESULTS", help="results directory, or a directory holding some")
     build.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="where to write the matrix")
     build.add_argument("--title", metavar="TEXT", default="toolmatrix", help="page title (default: toolmatrix)")
-    build.add_argument("-j", "--jobs", metavar="N", type=_positive, default=1,
+    build.add_argument("-j", "--jobs", metavar="N", type=positive_int, default=1,
                        help="read N pairs at once in worker processes (default 1; for big matrices)")
     build.add_argument("--strict", action="store_true",
                        help="exit 2 when any input was skipped (the matrix of the others is still written)")

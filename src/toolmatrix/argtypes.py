@@ -1,0 +1,40 @@
+"""Command-line value types shared by the pytest options and the ``toolmatrix`` subcommands: one check each, one
+wording of its error."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from toolmatrix.cases import CaseShard
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds: finite and above zero (``nan``, ``inf``, 0 and negatives would never time out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds above 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0")
+    return value
+
+
+def case_shard(text: str) -> CaseShard:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 2/4") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return CaseShard(index, count)
