@@ -8,6 +8,7 @@ node killed) by exactly its own processes, never another Ray on the machine.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,8 +89,12 @@ class LocalCluster:
         raise TimeoutError(f"no worker node ran {pattern!r} within {timeout}s")
 
     def stop(self) -> None:
-        for pid in pids(str(self.temp_dir)):
+        """Every process of this cluster (agents rename themselves, so their parents' trees are searched too),
+        then its folder."""
+        own = pids(str(self.temp_dir))
+        for pid in {*own, *(d for pid in own for d in descendants(pid))}:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
