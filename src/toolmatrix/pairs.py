@@ -178,7 +178,7 @@ def run_pairs(config: pytest.Config, launcher: str) -> int:
 
 def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
-    from toolmatrix.executors.ray import run_on_ray
+    from toolmatrix.executors.ray import ClusterError, run_on_ray
     from toolmatrix.shards import PlanError, plan_shards
 
     opt = config.getoption
@@ -194,7 +194,10 @@ def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     for pair, why in plan.not_run:
         print(f"toolmatrix: {pair}: not run: {why}", flush=True)
     root = Path(opt(RESULTS))
-    filed = run_on_ray(plan, opt("--ray"), root, echo=lambda line: print(line, flush=True))
+    try:
+        filed = run_on_ray(plan, opt("--ray"), root, echo=lambda line: print(line, flush=True))
+    except ClusterError as exc:
+        raise pytest.UsageError(str(exc)) from None
     dirs = [f.results for f in filed if f.results]
     page = None if opt("--no-matrix") or not dirs else _combined_page(root, dirs)
     lost = sum(1 for f in filed if f.exit_code is None)

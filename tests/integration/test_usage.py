@@ -40,6 +40,9 @@ MISUSES = {
     "results dir unwritable": (["--results-dir", "/proc/toolmatrix"], "--results-dir /proc/toolmatrix: cannot write there"),
     "no case file": (["--only-cases"], "no cases to run: --only-cases needs --cases PATH"),
     "case files without cases": (["--only-cases", "--cases", "{empty}"], "no cases to run: .*empty hold no case"),
+    "case shard past its count": (["--case-shard", "3/2"], "argument --case-shard: '3/2': I must be between 1 and N"),
+    "case shard not a slice": (["--case-shard", "half"], "argument --case-shard: 'half': expected I/N"),
+    "ray with one server": (["--ray", "auto"], "--ray fans out pairs whose engines the suite starts"),
 }
 
 
@@ -60,3 +63,14 @@ def test_misuse_is_one_usage_line_and_nothing_happens(fake, tmp_path, misuse):
     assert "Traceback" not in proc.stdout + proc.stderr
     assert len(fake.requests) == before, "nothing sent"
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir()), "nothing written"
+
+
+def test_a_ray_address_where_no_cluster_answers_is_refused_in_seconds(tmp_path):
+    """Ray itself would retry a wrong address for minutes; toolmatrix says so at once and starts nothing."""
+    proc = subprocess.run(pytest_cmd("--engine=llamacpp,llama-cpp-python", "--model=gemma3-270m", "--ray",
+                                     "127.0.0.1:1", "--results-dir", str(tmp_path / "results")),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "ERROR: --ray 127.0.0.1:1: no Ray cluster answers there (Connection refused)" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists(), "nothing written"

@@ -127,17 +127,39 @@ def task_options(shard: Shard, retries: int) -> dict[str, Any]:
     return {"num_gpus": shard.gpus, "num_cpus": 1, "max_retries": retries, "retry_exceptions": False}
 
 
+class ClusterError(Exception):
+    """No Ray cluster can be reached at the address given; the message says what was tried."""
+
+
+def connect(address: str) -> Any:
+    """``ray`` connected to the cluster at ``address``. A host:port that does not answer is refused in seconds
+    (Ray itself would retry for minutes), and so is a missing ``ray`` package."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError("--ray needs Ray: pip install 'toolmatrix[ray]'") from None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if host and port.isdigit():
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except OSError as exc:
+            raise ClusterError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
+    try:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONUNBUFFERED": "1"}})
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ClusterError(f"--ray {address}: {exc}") from None
+    return ray
+
+
 def run_on_ray(plan: Plan, address: str, root: Path, *, retries: int = 1, env: dict[str, str] | None = None,
                echo: Callable[[str], None] = print) -> list[Filed]:
     """Run every shard of ``plan`` on the Ray cluster at ``address``; file each shard's results under ``root``.
 
     ``env`` is passed to every shard's command on its node (e.g. an engine binary's path). Returns one ``Filed``
-    per shard, in the plan's order."""
-    import ray
-
+    per shard, in the plan's order. Raises ClusterError, before anything runs, when no cluster is there."""
+    ray = connect(address)
     root.mkdir(parents=True, exist_ok=True)
-    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONUNBUFFERED": "1"}})
     try:
         remote = ray.remote(run_shard)
         pending = {remote.options(**task_options(shard, retries)).remote(shard, env): shard for shard in plan.shards}
