@@ -109,8 +109,15 @@ def launcher_kind(config: pytest.Config) -> str:
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """--ray: every pair a Ray task on a cluster; comma lists in --engine/--model: each pair in a child pytest,
     one after another (pairs.py)."""
-    if not target_requested(config) or config.option.help or config.option.version:
+    if config.option.help or config.option.version:
         return None
+    if not target_requested(config):
+        given = [o for o in ("--ray", "--record-lost", "--case-shard") if config.getoption(o) is not None]
+        if given:  # without a target pytest would run toolmatrix's own tests, and these would mean nothing
+            raise pytest.UsageError(f"{given[0]} needs a target: --engine/--model (or --base-url)")
+        return None
+    if config.getoption("--record-lost") and config.getoption("numprocesses", None):
+        raise pytest.UsageError("--record-lost writes its records from the one process: run it with -n 0")
     if config.getoption("--ray"):
         return run_on_cluster(config, launcher_kind(config))
     return run_pairs(config, launcher_kind(config)) if wants_pairs(config) else None

@@ -55,8 +55,9 @@ class Plan:
 
 
 def gpus_needed(engine: EngineSpec, launcher: str) -> int:
-    """GPUs a shard asks for: the docker image's (``all`` counts as one: the executor picks a machine that has
-    one, the container then sees every GPU of it); a local process or a URL needs none of its own here."""
+    """GPUs a shard asks for: the docker spec's count (``all`` counts as one: each shard gets one GPU of the
+    machine its executor picks, as Ray grants and a Kubernetes limit gives); a local process or a URL needs none
+    of its own here."""
     if launcher != "docker" or engine.docker is None:
         return 0
     gpus = engine.docker.gpus

@@ -43,6 +43,8 @@ MISUSES = {
     "case shard past its count": (["--case-shard", "3/2"], "argument --case-shard: '3/2': I must be between 1 and N"),
     "case shard not a slice": (["--case-shard", "half"], "argument --case-shard: 'half': expected I/N"),
     "ray with one server": (["--ray", "auto"], "--ray fans out pairs whose engines the suite starts"),
+    "lost records under xdist": (["--record-lost", "node died", "-n", "2"], "--record-lost writes its records "
+                                 "from the one process: run it with -n 0"),
 }
 
 
@@ -74,3 +76,11 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_in_seconds(tmp_path):
     assert "ERROR: --ray 127.0.0.1:1: no Ray cluster answers there (Connection refused)" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists(), "nothing written"
+
+
+@pytest.mark.parametrize("option", [["--ray", "auto"], ["--case-shard", "1/2"], ["--record-lost", "x"]])
+def test_a_suite_option_without_a_target_is_refused_not_ignored(tmp_path, option):
+    """Without --engine/--base-url pytest would run toolmatrix's own tests and drop the option silently."""
+    proc = subprocess.run(pytest_cmd(*option, "--co", "-q"), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 4 and f"ERROR: {option[0]} needs a target: --engine/--model" in proc.stderr, proc.stderr

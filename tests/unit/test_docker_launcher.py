@@ -247,9 +247,10 @@ def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, t
     made.stop()
     config = container_config(ENGINES["vllm"], MODELS["qwen3"], slots=1, run_id="r")
     assert "--gpus '\"device=2,3\"'" in config.docker_cli()
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # granted none
-    assert container_config(ENGINES["vllm"], MODELS["qwen3"], slots=1, run_id="r").run_kwargs({})[
-        "device_requests"][0]["DeviceIDs"] == []
+    for none in ("", "-1", "NoDevFiles"):  # granted none: no GPU request at all (an empty one reads as all)
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", none)
+        config = container_config(ENGINES["vllm"], MODELS["qwen3"], slots=1, run_id="r")
+        assert "device_requests" not in config.run_kwargs({}) and "--gpus" not in config.docker_cli()
 
 
 def test_env_var_not_set_is_not_passed(stand_in, tmp_path, monkeypatch):

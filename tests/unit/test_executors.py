@@ -19,7 +19,7 @@ from kubernetes.client import ApiClient
 from toolmatrix.cli import main
 from toolmatrix.executors import EmitError
 from toolmatrix.executors.github import artifact_name, workflow
-from toolmatrix.executors.kubernetes import job_name, manifests
+from toolmatrix.executors.kubernetes import FINISHED_IS_SUCCESS, job_name, manifests
 from toolmatrix.launchers.docker import container_config
 from toolmatrix.registry import load_registry
 from toolmatrix.shards import Plan, Shard, plan_shards, safe_name, with_options
@@ -107,9 +107,10 @@ def test_one_matrix_entry_per_shard_with_its_exact_command_and_runner():
 
 
 def test_artifact_names_are_legal_and_distinct():
-    ids = ["hf:Org/Model@vllm+docker", 'a"b<c>d|e*f?g\\h\r\ni@x', "qwen3@vllm+docker.1of2"]
+    ids = ["hf:Org/Model@vllm+docker", 'a"b<c>d|e*f?g\\h\r\ni@x', "qwen3@vllm+docker.1of2", "hf_Org/Model@vllm+docker"]
     names = [artifact_name(Shard(i, "m", "e", "docker", "chat", None, 1, 0, ("pytest",), "results/x")) for i in ids]
     assert not any(set('":<>|*?\\/\r\n') & set(name) for name in names)
+    assert len(set(names)) == len(names)  # hf:Org/… and hf_Org/… sanitize alike
     assert names[2] == "shard-qwen3@vllm+docker.1of2"
 
 
@@ -172,9 +173,9 @@ def test_a_job_runs_the_engine_as_a_sidecar_and_the_shard_against_it():
         assert {e.name for e in sidecar.env} == set(config.env_names)
         test = pod.containers[0]
         assert test.image == IMAGE
-        assert test.command == list(with_options(shard.command, {
+        assert test.command == [*FINISHED_IS_SUCCESS, *with_options(shard.command, {
             "--launcher": "external", "--base-url": f"http://127.0.0.1:{engine.port}{engine.api_prefix}",
-            "--model": shard.model, "--results-dir": f"/results/{safe_name(shard.id)}/$(POD_NAME)"}))
+            "--model": shard.model, "--results-dir": f"/results/{safe_name(shard.id)}/$(POD_NAME)"})]
         assert f"--case-shard={shard.case_shard}" in test.command
         assert test.env[0].name == "POD_NAME" and test.env[0].value_from.field_ref.field_path == "metadata.name"
         assert [(m.name, m.mount_path) for m in test.volume_mounts] == [("results", "/results")]
@@ -274,3 +275,21 @@ def test_with_options_replaces_in_place_and_adds_the_rest():
     assert with_options(command, {"--launcher": "external", "--base-url": "http://127.0.0.1:8000/v1"}) == (
         "pytest", "-n", "auto", "--engine=vllm", "--launcher=external", "--no-matrix",
         "--base-url=http://127.0.0.1:8000/v1")
+
+
+@pytest.mark.parametrize(("code", "job_exit"), [(0, 0), (1, 0), (5, 0), (2, 2), (4, 4), (6, 6)])
+def test_a_finished_shard_ends_its_pod_well_and_a_broken_one_does_not(code, job_exit):
+    """Cases that fail (1) or a slice that selects none (5) are a finished shard: the pod must succeed, or
+    Kubernetes would run the whole shard again. Run by a real sh, as the container runs it."""
+    proc = subprocess.run([*FINISHED_IS_SUCCESS, "sh", "-c", f"echo ran; exit {code}"], capture_output=True,
+                          text=True)
+    assert (proc.returncode, proc.stdout) == (job_exit, "ran\n")
+
+
+def test_a_job_ends_at_its_deadline_and_fails_at_once_on_a_broken_shard():
+    [job] = [d for d in yaml.safe_load_all(manifests(plan_shards(["vllm"], ["qwen3"], launcher="docker"),
+                                                     command_line="x", toolmatrix_image=IMAGE)) if d]
+    spec = job["spec"]
+    assert spec["activeDeadlineSeconds"] > 1800 and spec["backoffLimit"] == 1
+    assert {"action": "FailJob", "onExitCodes": {"containerName": "toolmatrix", "operator": "NotIn", "values": [0]}} \
+        in spec["podFailurePolicy"]["rules"]

@@ -263,6 +263,18 @@ def _two_hosts(root: Path, older_fails: bool, **newer_options) -> tuple[Path, Pa
     return newer, older
 
 
+def test_a_case_that_passed_nowhere_is_a_failure_not_mixed(tmp_path):
+    """fail on one machine, error on another: no run passed it, so it stays a failure (the newer run's)."""
+    write_results(tmp_path / "a", suite({"single.a": "pass", "single.b": "fail"}), run_id="ra", started=DAY2,
+                  host="gpu-a")
+    write_results(tmp_path / "b", suite({"single.a": "pass", "single.b": "error"}), run_id="rb", started=DAY1,
+                  host="cpu-b")
+    (cell,) = build_matrix([tmp_path], tmp_path / "out").cells
+    full = cell_of(tmp_path / "out", "m1@e1")
+    assert (cell.runs, cell.mixed, full["counts"]) == (2, 0, {"pass": 2, "fail": 2})
+    assert [(f["case_id"], f["verdict"]) for f in full["failures"]] == [("single.b", "fail"), ("single.b", "fail")]
+
+
 @pytest.mark.parametrize("older_fails", [True, False], ids=["older-run-fails", "newer-run-fails"])
 def test_runs_of_one_configuration_on_two_hosts_are_one_cell_and_their_disagreement_is_mixed(tmp_path, older_fails):
     newer, older = _two_hosts(tmp_path, older_fails)

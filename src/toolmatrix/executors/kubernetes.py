@@ -42,6 +42,11 @@ NAME_MAX = 63  # a Job's name is a DNS-1123 label (it becomes the value of the p
 LABELS = {"app.kubernetes.io/name": "toolmatrix"}
 SHARD_LABEL = "toolmatrix/shard"  # a label value allows no '@' or '+': it holds the Job name, the annotation the id
 SHARD_ANNOTATION = "toolmatrix/shard-id"
+RUN_BUDGET_S = 6 * 3600  # past the engine's readiness timeout: a Job that outlives this is ended, its GPU freed
+# pytest exits 1 when cases fail and 5 when a slice selects none: a finished shard, which Kubernetes must neither
+# retry nor call failed (a retried pod would run the whole shard again). Other codes stay failures.
+FINISHED_IS_SUCCESS = ("sh", "-c", 'status=0; "$@" || status=$?; case "$status" in 0|1|5) exit 0;; esac; exit "$status"',
+                       "shard")
 
 
 def job_name(shard: Shard) -> str:
@@ -139,7 +144,7 @@ def test_container(shard: Shard, engine: EngineSpec, config: ContainerConfig, mo
         # Kubernetes expands $(POD_NAME) in command and args: a retried pod writes beside the one before it.
         "--results-dir": f"{RESULTS_MOUNT}/{safe_name(shard.id)}/$(POD_NAME)",
     })
-    return {"name": "toolmatrix", "image": image, "command": list(command),
+    return {"name": "toolmatrix", "image": image, "command": [*FINISHED_IS_SUCCESS, *command],
             "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}, *extra_env],
             "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT}]}
 
@@ -177,7 +182,16 @@ def job(shard: Shard, engines: dict[str, EngineSpec], models: dict[str, ModelSpe
         "kind": "Job",
         "metadata": metadata,
         # A copy of the labels: one dict in two places would be dumped as a YAML anchor and alias.
-        "spec": {"backoffLimit": 1, "template": {"metadata": {"labels": dict(labels)}, "spec": {
+        # One retry, for a pod lost with its node; a drained or preempted node does not count, and a usage or
+        # internal error (which a retry would only repeat) ends the Job at once. A sidecar that never gets ready
+        # would hold its GPU forever: the deadline ends it.
+        "spec": {"backoffLimit": 1,
+                 "activeDeadlineSeconds": int(engine.readiness_timeout_s) + RUN_BUDGET_S,
+                 "podFailurePolicy": {"rules": [
+                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                     {"action": "FailJob", "onExitCodes": {"containerName": "toolmatrix", "operator": "NotIn",
+                                                           "values": [0]}}]},
+                 "template": {"metadata": {"labels": dict(labels)}, "spec": {
             "restartPolicy": "Never",
             "initContainers": [*init, engine_container(engine, config, shard.gpus, [m for _, m in pairs],
                                                        env_secret)],

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import attrs
 
-from toolmatrix.results import RUN, read_run_info
+from toolmatrix.results import RUN, ResultsError, read_run_info
 from toolmatrix.shards import Plan, Shard, safe_name
 
 LOG_TAIL = 4000  # bytes of a shard's output kept for the driver's summary
@@ -94,10 +94,19 @@ def file_results(archive: bytes, root: Path, shard: Shard) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=root))
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            tar.extractall(staging / "run", filter="data")  # no absolute paths, links or devices from a node
+            _extract(tar, staging / "run")
         return _file(staging / "run", root, shard)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extract(tar: tarfile.TarFile, where: Path) -> None:
+    """Unpack regular files only, never outside ``where``: a node's archive is not trusted further than that (the
+    ``data`` filter, where this Python has it, also drops modes and owners)."""
+    for member in tar.getmembers():
+        if not member.isfile() or Path(member.name).is_absolute() or ".." in Path(member.name).parts:
+            raise tarfile.TarError(f"refused archive member {member.name!r}: not a plain file inside the folder")
+    tar.extractall(where, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
 
 
 def _file(results: Path, root: Path, shard: Shard) -> Path:
@@ -108,15 +117,19 @@ def _file(results: Path, root: Path, shard: Shard) -> Path:
     return target
 
 
-def record_lost(shard: Shard, root: Path, reason: str, env: dict[str, str] | None = None) -> Path | None:
-    """The shard's results as lost: its own command, here, with ``--record-lost`` (no engine, no xdist)."""
+def record_lost(shard: Shard, root: Path, reason: str, env: dict[str, str] | None = None) -> tuple[Path | None, str]:
+    """The shard's results as lost: its own command, here, with ``--record-lost`` (no engine, no xdist). Returns
+    where they were filed and the reason, or None and why they could not be written."""
     staging = Path(tempfile.mkdtemp(prefix=".lost-", dir=root))
     try:
         command = [*local_argv(shard.command), "-n", "0", "--no-matrix", f"--record-lost={reason}"]
-        subprocess.run(command, cwd=staging, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        proc = subprocess.run(command, cwd=staging, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
         results = staging / shard.results_dir
-        return _file(results, root, shard) if (results / RUN).is_file() else None
+        if (results / RUN).is_file():
+            return _file(results, root, shard), reason
+        tail = proc.stdout[-LOG_TAIL:].decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return None, f"{reason}; not recorded either: {tail[0]}"
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -182,8 +195,11 @@ def _collect(ray: Any, ref: Any, shard: Shard, root: Path, retries: int, env: di
         how = "its task failed on the node" if isinstance(exc, ray.exceptions.RayTaskError) else \
             f"lost with its node, {retries + 1} tries"
         reason = f"shard not run to the end ({how}): {type(exc).__name__}: {first}"
-        return Filed(shard, None, None, None, record_lost(shard, root, reason, env), reason)
-    results = file_results(result.archive, root, shard) if result.archive else None
+        return Filed(shard, None, None, None, *record_lost(shard, root, reason, env))
+    try:
+        results = file_results(result.archive, root, shard) if result.archive else None
+    except (ResultsError, OSError, tarfile.TarError) as exc:  # one shard's bad answer: the others go on
+        return Filed(shard, result.exit_code, result.host, result.node_id, None, f"results not filed: {exc}")
     return Filed(shard, result.exit_code, result.host, result.node_id, results, "" if results else result.log_tail)
 
 
@@ -191,7 +207,8 @@ def _line(filed: Filed) -> str:
     from toolmatrix.exitcodes import meaning
 
     if filed.exit_code is None:
-        return f"toolmatrix: {filed.shard.id}: lost: {filed.note}; recorded as infra errors in {filed.results}"
+        recorded = f"recorded as infra errors in {filed.results}" if filed.results else "nothing recorded"
+        return f"toolmatrix: {filed.shard.id}: lost: {filed.note}; {recorded}"
     where = f" on {filed.host} (node {(filed.node_id or '')[:8]})"
     if filed.results is None:
         tail = filed.note.strip().splitlines()[-1:] or [""]

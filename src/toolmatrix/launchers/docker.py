@@ -64,10 +64,14 @@ DEVICES = "device="
 
 def granted_gpus(gpus: str | int, environ: Mapping[str, str]) -> str | int:
     """The GPUs a container gets: the spec's, or, where a scheduler granted this process some (Ray sets
-    ``CUDA_VISIBLE_DEVICES`` for a task that asked for GPUs, as Slurm and CI runners do), exactly those: two
-    shards on one 8-GPU node must not both take every GPU."""
+    ``CUDA_VISIBLE_DEVICES`` for a task that asked for GPUs), exactly those: two shards on one 8-GPU node must
+    not both take every GPU. The ids are the host's (Ray's are); an empty list, ``-1`` or ``NoDevFiles`` grants
+    none, and then the container gets none rather than an empty request (which images read as all)."""
     granted = environ.get("CUDA_VISIBLE_DEVICES")
-    return gpus if gpus == "none" or granted is None else DEVICES + granted.replace(" ", "")
+    if gpus == "none" or granted is None:
+        return gpus
+    ids = [part.strip() for part in granted.split(",") if part.strip()]
+    return "none" if not ids or ids[0] in ("-1", "NoDevFiles") else DEVICES + ",".join(ids)
 
 
 @attrs.frozen
@@ -116,8 +120,8 @@ class ContainerConfig:
         else:
             kwargs["ports"] = {f"{self.port}/tcp": self.host_port}
         if str(self.gpus).startswith(DEVICES):
-            ids = str(self.gpus)[len(DEVICES):]
-            kwargs["device_requests"] = [DeviceRequest(device_ids=ids.split(",") if ids else [], capabilities=[["gpu"]])]
+            ids = str(self.gpus)[len(DEVICES):].split(",")
+            kwargs["device_requests"] = [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
         elif self.gpus != "none":
             count = -1 if self.gpus == "all" else self.gpus  # -1: every GPU, as `--gpus all`
             kwargs["device_requests"] = [DeviceRequest(count=count, capabilities=[["gpu"]])]

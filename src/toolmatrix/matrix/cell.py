@@ -231,9 +231,11 @@ def _fold(merged: dict[tuple[str, str], Outcome], outcomes: Mapping[tuple[str, s
 
 
 def _combine(newer: Outcome, older: Outcome) -> Outcome:
-    """One case x mode of two runs: their verdict if they agree, else mixed (with the first failure's blame);
+    """One case x mode of two runs: mixed where one passed and the other did not (with the first failure's blame),
+    else the newer verdict (a fail on one machine and an error on another passed nowhere: it stays a failure);
     conformant only if no run found the engine at fault, and judged if any run was."""
-    verdict = newer.verdict if newer.verdict == older.verdict else MIXED
+    passed = {newer.verdict, older.verdict} & {Verdict.PASS, MIXED}
+    verdict = MIXED if passed and newer.verdict != older.verdict else newer.verdict
     blamed = older if newer.verdict is Verdict.PASS else newer
     if False in (newer.conformant, older.conformant):
         conformant = False
