@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,6 +61,7 @@ def main() -> None:
                        {**os.environ, **env})
     finally:
         cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
     print(f"fanned out on Ray:          {fanned:7.1f} s")
     print(f"ratio one-by-one / Ray:     {one_by_one / fanned:7.2f}x  ({pairs} pairs, {args.nodes} nodes)")
 

@@ -51,11 +51,15 @@ class LocalCluster:
         cluster = cls(temp_dir, free_port(), [free_port() for _ in range(workers)])
         common = ["--node-ip-address", "127.0.0.1", "--object-store-memory", "80000000", "--disable-usage-stats"]
         # The head holds no CPU: every shard runs on a worker node, as on a cluster whose head is only a scheduler.
-        cluster._ray("start", "--head", "--port", str(cluster.port), "--num-cpus", "0", "--num-gpus", "0",
-                     "--include-dashboard=false", "--temp-dir", str(temp_dir), *common, env=env)
-        for port in cluster.node_ports:
-            cluster._ray("start", "--address", cluster.address, "--num-cpus", "1", "--num-gpus", str(gpus_per_node),
-                         "--node-manager-port", str(port), *common, env=env)
+        try:
+            cluster._ray("start", "--head", "--port", str(cluster.port), "--num-cpus", "0", "--num-gpus", "0",
+                         "--include-dashboard=false", "--temp-dir", str(temp_dir), *common, env=env)
+            for port in cluster.node_ports:
+                cluster._ray("start", "--address", cluster.address, "--num-cpus", "1", "--num-gpus",
+                             str(gpus_per_node), "--node-manager-port", str(port), *common, env=env)
+        except BaseException:
+            cluster.stop()  # a node that failed to start leaves no head or folder behind
+            raise
         return cluster
 
     def _ray(self, *args: str, env: dict[str, str]) -> None:

@@ -99,6 +99,19 @@ def passed_on(args: Sequence[str], dropped: Sequence[str] = (*LISTS, RESULTS)) -
     return kept
 
 
+def absolute_cases(args: Sequence[str], cwd: Path) -> list[str]:
+    """``--cases`` paths made absolute: a shard runs in a folder of its own on its node, where a relative path
+    would name nothing (on other machines the same absolute path must hold the same files)."""
+    out: list[str] = []
+    for arg in args:
+        if out and out[-1] == "--cases":
+            arg = str(cwd / arg)
+        elif arg.startswith("--cases="):
+            arg = "--cases=" + str(cwd / arg.partition("=")[2])
+        out.append(arg)
+    return out
+
+
 def child_args(args: Sequence[str], pair: Pair, results: Path | None) -> list[str]:
     """The invocation's arguments with the pair's one engine, one model and results directory."""
     kept = passed_on(args)
@@ -187,8 +200,9 @@ def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     if not opt(RESULTS):
         raise pytest.UsageError("--ray needs --results-dir DIR: the shards' results come back into it")
     try:
+        args = passed_on(config.invocation_params.args, (*LISTS, RESULTS, "--ray"))
         plan = plan_shards(split_ids(opt("--engine")), split_ids(opt("--model")), launcher=launcher,
-                           pytest_args=passed_on(config.invocation_params.args, (*LISTS, RESULTS, "--ray")))
+                           pytest_args=absolute_cases(args, config.invocation_params.dir))
     except PlanError as exc:
         raise pytest.UsageError(f"--ray: {exc}") from None
     for pair, why in plan.not_run:

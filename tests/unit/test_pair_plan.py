@@ -54,3 +54,11 @@ def test_worst_exit_code():
     assert worst([0, 5]) == 5
     assert worst([1, -9]) == 3  # a child killed by a signal: an internal error, never a pass
     assert worst([]) == 0
+
+
+def test_case_files_travel_to_a_shard_as_absolute_paths(tmp_path):
+    from toolmatrix.pairs import absolute_cases
+
+    args = ["-k", "single", "--cases", "mine.yaml", "--cases=sub/other.yaml", "--cases", "/abs/x.yaml"]
+    assert absolute_cases(args, tmp_path) == ["-k", "single", "--cases", str(tmp_path / "mine.yaml"),
+                                              f"--cases={tmp_path / 'sub/other.yaml'}", "--cases", "/abs/x.yaml"]
