@@ -192,7 +192,7 @@ def run_pairs(config: pytest.Config, launcher: str) -> int:
 def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
     from toolmatrix.executors.ray import ClusterError, run_on_ray
-    from toolmatrix.shards import PlanError, plan_shards
+    from toolmatrix.shards import PlanError, new_batch, plan_shards
 
     opt = config.getoption
     if opt("--base-url"):
@@ -202,7 +202,7 @@ def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     try:
         args = passed_on(config.invocation_params.args, (*LISTS, RESULTS, "--ray"))
         plan = plan_shards(split_ids(opt("--engine")), split_ids(opt("--model")), launcher=launcher,
-                           pytest_args=absolute_cases(args, config.invocation_params.dir))
+                           pytest_args=absolute_cases(args, config.invocation_params.dir), batch=new_batch("ray"))
     except PlanError as exc:
         raise pytest.UsageError(f"--ray: {exc}") from None
     for pair, why in plan.not_run:

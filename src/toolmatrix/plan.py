@@ -29,7 +29,7 @@ from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
-from toolmatrix.shards import Plan, PlanError, plan_shards
+from toolmatrix.shards import Plan, PlanError, new_batch, plan_shards
 from toolmatrix.specs import SpecErrors
 
 USAGE_ERROR = 2
@@ -226,8 +226,11 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from toolmatrix.pairs import split_ids
 
     try:
+        # Jobs applied from one file are one fan-out; a workflow run names its own batch (TOOLMATRIX_BATCH).
+        batch = args.batch or (new_batch("kubernetes") if args.emit == "kubernetes" else None)
         plan = plan_shards(split_ids(args.engine), split_ids(args.model), launcher=args.launcher or default_launcher(),
-                           case_shards=args.case_shards, repeat=args.repeat, results_root=args.results_root)
+                           case_shards=args.case_shards, repeat=args.repeat, results_root=args.results_root,
+                           batch=batch)
         text = EMITTERS[args.emit](plan, args)
     except SpecErrors as exc:
         print(exc, file=sys.stderr)
@@ -291,6 +294,8 @@ def register(subparsers: Any) -> None:
     emit.add_argument("--repeat", type=positive_int, default=1, metavar="K", help="run each shard K times (default 1)")
     emit.add_argument("--results-root", default="results", metavar="DIR",
                       help="the shards write DIR/<shard> (default results)")
+    emit.add_argument("--batch", metavar="ID", help="the fan-out's id in every shard's command (kubernetes: a new "
+                      "one by default; github-actions: each workflow run's own)")
     emit.add_argument("-o", "--output", type=Path, metavar="FILE", help="write FILE instead of stdout")
     emit.add_argument("--runs-on", type=_labels, default=DEFAULT_RUNS_ON, metavar="LABELS",
                       help=f"github-actions: runner labels of shards without GPU (default {','.join(DEFAULT_RUNS_ON)})")

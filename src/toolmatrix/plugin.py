@@ -72,6 +72,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--record-lost", metavar="REASON",
                     help="start no engine: record every selected case x mode as an infra error with REASON "
                          "(what an executor writes for a shard it lost with its machine)")
+    group.addoption("--batch", metavar="ID", default=os.environ.get("TOOLMATRIX_BATCH") or None,
+                    help="the fan-out this run is a shard of (default $TOOLMATRIX_BATCH): the runs of one batch "
+                         "are one matrix cell per pair; executors set it")
+    group.addoption("--shard", metavar="ID", help="which shard of a fan-out plan this run is (set by the plan)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
 
@@ -246,6 +250,8 @@ class RunState:
             "command": sys.argv,
             "cases": self.case_files,
             "case_shard": str(self.case_shard) if self.case_shard else None,
+            "batch": self.config.getoption("--batch"),
+            "shard": self.config.getoption("--shard"),
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
             "engine_death": engine_death and attrs.asdict(engine_death),

@@ -294,6 +294,8 @@ class Run:
     command: list[str] = attrs.field(factory=list)
     cases: list[str] = attrs.field(factory=list)
     case_shard: str | None = None  # "I/N": the run holds only that slice of the cases (--case-shard)
+    batch: str | None = None  # the fan-out (one plan's run on its executor) this run is a shard of (--batch)
+    shard: str | None = None  # which shard of that plan (--shard)
     exit_status: ExitStatus | None = None
     engine_death: EngineDeath | None = None
 

@@ -9,6 +9,8 @@ decides anything of its own. ``toolmatrix plan --emit json`` prints it.
 from __future__ import annotations
 
 import re
+import secrets
+from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 import attrs
@@ -73,8 +75,12 @@ def shard_id(pair: str, launcher: str, case_shard: str | None, repeat: int, repe
 
 def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str = "process",
                 case_shards: int = 1, repeat: int = 1, results_root: str = "results",
-                pytest_args: Sequence[str] = ("-n", "auto")) -> Plan:
-    """Every shard of ``engines`` x ``models``; a pair the engine cannot serve is listed in ``not_run``."""
+                pytest_args: Sequence[str] = ("-n", "auto"), batch: str | None = None) -> Plan:
+    """Every shard of ``engines`` x ``models``; a pair the engine cannot serve is listed in ``not_run``.
+
+    Each command names its shard (``--shard``) and, given one, the batch (``--batch``): the matrix makes one cell
+    of a pair's shards in one batch. An executor that starts every shard from the same plan once (Ray, a plan
+    emitted for Kubernetes) passes a fresh batch id; GitHub Actions sets ``TOOLMATRIX_BATCH`` per workflow run."""
     if case_shards < 1 or repeat < 1:
         raise PlanError("case shards and repeats must be at least 1")
     engine_specs, model_specs = load_registry()
@@ -101,7 +107,9 @@ def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str 
                     sid = shard_id(pair, launcher, slice_, k, repeat)
                     results = f"{results_root}/{safe_name(sid)}"
                     command = ["pytest", *pytest_args, f"--engine={engine_id}", f"--model={model_id}",
-                               f"--launcher={launcher}", f"--results-dir={results}", "--no-matrix"]
+                               f"--launcher={launcher}", f"--results-dir={results}", "--no-matrix", f"--shard={sid}"]
+                    if batch:
+                        command.append(f"--batch={batch}")
                     if slice_:
                         command.append(f"--case-shard={slice_}")
                     shards.append(Shard(sid, model_id, engine_id, launcher, SURFACES[0], slice_, k,
@@ -109,6 +117,11 @@ def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str 
     if not shards:
         raise PlanError("no pair can run: " + "; ".join(f"{pair}: {why}" for pair, why in not_run))
     return Plan(tuple(shards), tuple(not_run))
+
+
+def new_batch(executor: str) -> str:
+    """A batch id for one fan-out: the executor, the time, and a random tail."""
+    return f"{executor}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
 def safe_name(text: str) -> str:

@@ -263,6 +263,30 @@ def _two_hosts(root: Path, older_fails: bool, **newer_options) -> tuple[Path, Pa
     return newer, older
 
 
+def test_the_shards_of_a_batch_are_one_cell_whatever_their_hosts(tmp_path):
+    """A fan-out: two repeats on one host disagree (mixed), a retried shard replaces its lost attempt, and the
+    next batch replaces this one, with the history against it; pod-like host names never pile up."""
+    def shard(name: str, run_id: str, started: str, batch: str, b_verdict: str, host: str) -> None:
+        write_results(tmp_path / run_id, suite({"single.a": "pass", "single.b": b_verdict}), run_id=run_id,
+                      started=started, host=host, batch=batch, shard=name,
+                      flags=["--port", "1", "--chat-template-file", f"/home/{host}/t.jinja"])
+
+    shard("p.r1", "b1-r1", "2026-03-01T10:00:00+00:00", "b1", "pass", "pod-x1")
+    shard("p.r2", "b1-r2-lost", "2026-03-01T10:00:00+00:00", "b1", "error", "pod-x2")
+    shard("p.r2", "b1-r2", "2026-03-01T10:30:00+00:00", "b1", "fail", "pod-x3")  # the retry of r2
+    (cell,) = build_matrix([tmp_path], tmp_path / "out").cells
+    assert (cell.runs, cell.mixed, cell.total) == (2, 2, 4)  # r1 passed single.b, r2 failed it: mixed
+    assert {r["run_id"] for r in cell_of(tmp_path / "out", "m1@e1")["runs"]} == {"b1-r1", "b1-r2"}
+
+    shard("p.r1", "b2-r1", "2026-03-08T10:00:00+00:00", "b2", "pass", "pod-y1")
+    shard("p.r2", "b2-r2", "2026-03-08T10:00:00+00:00", "b2", "pass", "pod-y2")
+    report = build_matrix([tmp_path], tmp_path / "out2")
+    (cell,) = report.cells
+    assert (cell.runs, cell.mixed, cell.pass_rate) == (2, 0, 1.0)  # batch b1's pods are not in it
+    # The history: against the newest run left out (b1's r2, which failed single.b in both modes).
+    assert (Path(cell.previous).name, cell.newly_passing, len(report.superseded)) == ("b1-r2", 2, 2)
+
+
 def test_a_case_that_passed_nowhere_is_a_failure_not_mixed(tmp_path):
     """fail on one machine, error on another: no run passed it, so it stays a failure (the newer run's)."""
     write_results(tmp_path / "a", suite({"single.a": "pass", "single.b": "fail"}), run_id="ra", started=DAY2,

@@ -14,7 +14,7 @@ from toolmatrix.cases import CaseShard, load_cases
 from toolmatrix.executors.ray import _pack, file_results, task_options
 from toolmatrix.argtypes import case_shard
 from toolmatrix.registry import data_root
-from toolmatrix.shards import PlanError, plan_shards
+from toolmatrix.shards import PlanError, new_batch, plan_shards
 
 
 def test_one_shard_per_pair_slice_and_repeat_each_with_its_own_command_and_folder():
@@ -27,7 +27,7 @@ def test_one_shard_per_pair_slice_and_repeat_each_with_its_own_command_and_folde
     shard = next(s for s in plan.shards if s.id == "qwen2.5-coder-0.5b@vllm.2of2.r1")
     assert shard.command == ("pytest", "-n", "2", "--engine=vllm", "--model=qwen2.5-coder-0.5b", "--launcher=process",
                              "--results-dir=results/qwen2.5-coder-0.5b@vllm.2of2.r1", "--no-matrix",
-                             "--case-shard=2/2")
+                             "--shard=qwen2.5-coder-0.5b@vllm.2of2.r1", "--case-shard=2/2")
     assert len({s.results_dir for s in plan.shards}) == len(plan.shards)
 
 
@@ -80,3 +80,9 @@ def test_a_filed_run_is_never_overwritten(tmp_path):
         file_results(archive, tmp_path / "root", shard)
     assert (filed / "results.jsonl").read_bytes() == before
     assert [p.name for p in (tmp_path / "root").iterdir()] == ["qwen2.5-coder-0.5b@llamacpp"]  # no staging left
+
+
+def test_a_batch_is_named_in_every_command_of_the_plan():
+    plan = plan_shards(["llamacpp"], ["qwen2.5-coder-0.5b", "gemma3-270m"], batch="ray-1")
+    assert all(s.command[-2:] == (f"--shard={s.id}", "--batch=ray-1") for s in plan.shards)
+    assert new_batch("ray") != new_batch("ray") and new_batch("kubernetes").startswith("kubernetes-")

@@ -104,8 +104,11 @@ def shard_job(plan: Plan, runs_on: Sequence[str], gpu_runs_on: Sequence[str]) ->
                      "matrix": {"include": [matrix_entry(s, runs_on, gpu_runs_on) for s in plan.shards]}},
         "steps": [
             *setup_steps(),
+            # One workflow run is one fan-out: its shards make one matrix cell per pair (a re-run job replaces
+            # its shard's earlier attempt).
             {"name": "Run the shard", "env": {"SHARD_COMMAND": "${{ matrix.command }}",
-                                              "RESULTS_DIR": "${{ matrix.results }}"}, "run": RUN_SHARD},
+                                              "RESULTS_DIR": "${{ matrix.results }}",
+                                              "TOOLMATRIX_BATCH": "github-${{ github.run_id }}"}, "run": RUN_SHARD},
             {"name": "Upload the results", "if": "always()", "uses": UPLOAD,
              "with": {"name": "${{ matrix.artifact }}", "path": "${{ matrix.results }}",
                       "if-no-files-found": "warn"}},

@@ -94,22 +94,29 @@ def _slug(pair: str) -> str:
 
 
 def configuration(run: Run) -> tuple:
-    """What makes two runs of a pair comparable: the engine (id, version, launcher, tool-calling flags, image) and
-    the model (weights, chat template, revision). Not every flag: ports and paths differ from machine to machine."""
+    """What makes two runs of a pair comparable: the engine (id, version, launcher, tool-calling flags, image), the
+    model (weights, chat template, revision) and toolmatrix's version. Not every flag: ports differ from machine to
+    machine, and a path by its folder (the file's hash is compared apart)."""
     engine, model = run.engine, run.model
-    return (run.engine_id, engine.get("version"), engine.get("launcher"), tuple(key_flags(engine.get("flags", []))),
+    flags = tuple(re.sub(r"(?<=[ =])\S*/(?=\S)", "", flag) for flag in key_flags(engine.get("flags", [])))
+    return (run.engine_id, engine.get("version"), engine.get("launcher"), flags,
             engine.get("image_digest") or engine.get("image"), model.get("weights_sha256"),
-            model.get("chat_template_sha256"), model.get("revision"))
+            model.get("chat_template_sha256"), model.get("revision"), run.toolmatrix_version)
 
 
 def cell_runs(runs: list[RunInfo]) -> list[RunInfo]:
-    """The runs of a pair's cell (``runs`` newest first): of the newest run's configuration, the newest run of
-    each host and case shard."""
-    wanted = configuration(runs[0].run)
-    newest: dict[tuple[str | None, str | None], RunInfo] = {}
+    """The runs of a pair's cell (``runs`` newest first), all of the newest run's configuration. A run of a
+    fan-out (``batch``) is one cell with the other shards of its batch, the newest run of each shard (a retried
+    shard replaces its lost attempt); a run of no batch, with the newest run of each other host and case slice
+    that ran outside any batch."""
+    first = runs[0].run
+    wanted = configuration(first), first.batch
+    newest: dict[tuple, RunInfo] = {}
     for info in runs:
-        if configuration(info.run) == wanted:
-            newest.setdefault((info.run.hardware.get("host"), info.run.case_shard), info)
+        run = info.run
+        if (configuration(run), run.batch) == wanted:
+            key = (run.shard,) if run.batch else (run.hardware.get("host"), run.case_shard)
+            newest.setdefault(key, info)
     return list(newest.values())
 
 
