@@ -48,14 +48,18 @@ def test_pairs_fan_out_as_ray_tasks_and_merge_into_one_page(cluster, fakes, tmp_
                           cwd=tmp_path, env={**os.environ, **fakes}, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]  # the fake's answers fail cases: a finished run of failed cases
-    nodes = set()
+    nodes, batches = set(), set()
     for pair in ("gemma3-270m@llamacpp", "gemma3-270m@llama-cpp-python"):
         [run] = run_dirs(tmp_path / "r", pair)
         assert check_results(run) == []
         assert len(list(read_records(run))) == 16
+        info = read_run_info(run).run
+        assert info.shard == pair and info.batch.startswith("ray-")  # one fan-out: one batch for every shard
+        batches.add(info.batch)
         line = next(line for line in out.splitlines() if line.startswith(f"toolmatrix: {pair}: exit 1"))
         nodes.add(line.split("(node ")[1][:8])
     assert len(nodes) == 2, out[-3000:]  # one CPU a node: the two shards ran at once, one on each node
+    assert len(batches) == 1
     cells = json.loads((tmp_path / "r" / "matrix" / "matrix.json").read_text())["cells"]
     assert sorted(c["pair"] for c in cells) == ["gemma3-270m@llama-cpp-python", "gemma3-270m@llamacpp"]
     assert "2 shards on Ray, 0 lost" in out
