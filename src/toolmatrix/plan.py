@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
+from toolmatrix.results import write_text_atomic
 from toolmatrix.shards import Plan, PlanError, new_batch, plan_shards
 from toolmatrix.specs import SpecErrors
 
@@ -249,18 +249,6 @@ def cmd_emit(args: argparse.Namespace) -> int:
         print(f"toolmatrix plan: -o {args.output}: cannot write: {exc.strerror}", file=sys.stderr)
         return USAGE_ERROR
     return 0
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """A reader (a CI job, kubectl) sees the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _labels(text: str) -> tuple[str, ...]:

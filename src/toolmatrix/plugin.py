@@ -364,22 +364,22 @@ class Controller:
         if self.state.writer is not None:
             self.state.writer.write(posted)
 
+    def _write_lost(self, case_id: str, mode: str, model: str, why: str, **check: str) -> None:
+        case = self.state.cases[case_id]
+        body = build_request(case, model, self.state.profile)
+        self.write(Posted.of(lost_record(case, mode, body, self.state.run_id, why, **check)))
+
     def record_lost(self, items: list[pytest.Item], reason: str) -> None:
         """An error record, blamed on infra, for every selected item of a shard its executor lost."""
-        model = self.state.model.served_name
         for case_id, mode in filter(None, (item_key(item.nodeid) for item in items)):
-            case = self.state.cases[case_id]
-            record = lost_record(case, mode, build_request(case, model, self.state.profile), self.state.run_id,
-                                 reason, check="executor", kind="SHARD_LOST")
-            self.write(Posted.of(record))
+            self._write_lost(case_id, mode, self.state.model.served_name, reason, check="executor",
+                             kind="SHARD_LOST")
 
     def write_lost(self) -> None:
         """Records for the cases that died with a worker and were not run again (xdist's loadgroup reruns the
         rest of a crashed worker's group, the crashed case included; load and worksteal drop it)."""
         for (case_id, mode), why in self.crashed.items():
-            case = self.state.cases[case_id]
-            body = build_request(case, self.state.endpoint["model"], self.state.profile)
-            self.write(Posted.of(lost_record(case, mode, body, self.state.run_id, why)))
+            self._write_lost(case_id, mode, self.state.endpoint["model"], why)
         self.crashed.clear()
 
     @pytest.hookimpl(trylast=True)

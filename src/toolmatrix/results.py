@@ -373,14 +373,22 @@ def encode_json_line(data: Any) -> str:
         return json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so that a reader (the matrix, a CI job, kubectl) sees the old file or the new one, never half
+    of one; a failed write leaves no temporary file behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # -- the writer ------------------------------------------------------------------------------------------------

@@ -45,5 +45,5 @@ def hardware() -> dict:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (OSError, ValueError):
         memory = 0.0
-    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1), "gpus": gpus(),
-            "platform": platform.platform()}
+    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1),
+            "gpus": gpus(), "platform": platform.platform()}

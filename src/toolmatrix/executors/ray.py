@@ -36,7 +36,6 @@ LOG_TAIL = 4000  # bytes of a shard's output kept for the driver's summary
 class ShardResult:
     """What came back of one shard: the child's exit code, where it ran, its results as a tar archive."""
 
-    shard_id: str
     exit_code: int
     host: str
     node_id: str
@@ -73,7 +72,7 @@ def run_shard(shard: Shard, env: dict[str, str] | None = None) -> ShardResult:
                               # the node's worker dies -> the child gets SIGTERM and stops its engine in order
                               preexec_fn=functools.partial(die_with_parent, signal.SIGTERM))
         results = Path(work) / shard.results_dir
-        return ShardResult(shard.id, proc.returncode, socket.gethostname(), ray.get_runtime_context().get_node_id(),
+        return ShardResult(proc.returncode, socket.gethostname(), ray.get_runtime_context().get_node_id(),
                            _pack(results) if (results / RUN).is_file() else None,
                            proc.stdout[-LOG_TAIL:].decode("utf-8", "replace"))
 
@@ -128,8 +127,7 @@ def record_lost(shard: Shard, root: Path, reason: str, env: dict[str, str] | Non
         results = staging / shard.results_dir
         if (results / RUN).is_file():
             return _file(results, root, shard), reason
-        tail = proc.stdout[-LOG_TAIL:].decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return None, f"{reason}; not recorded either: {tail[0]}"
+        return None, f"{reason}; not recorded either: {last_line(proc.stdout.decode('utf-8', 'replace'))}"
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -203,6 +201,11 @@ def _collect(ray: Any, ref: Any, shard: Shard, root: Path, retries: int, env: di
     return Filed(shard, result.exit_code, result.host, result.node_id, results, "" if results else result.log_tail)
 
 
+def last_line(text: str) -> str:
+    """The last non-blank line of a command's output: what it said when it stopped."""
+    return next((line for line in reversed(text.splitlines()) if line.strip()), "")
+
+
 def _line(filed: Filed) -> str:
     from toolmatrix.exitcodes import meaning
 
@@ -211,7 +214,6 @@ def _line(filed: Filed) -> str:
         return f"toolmatrix: {filed.shard.id}: lost: {filed.note}; {recorded}"
     where = f" on {filed.host} (node {(filed.node_id or '')[:8]})"
     if filed.results is None:
-        tail = filed.note.strip().splitlines()[-1:] or [""]
         return f"toolmatrix: {filed.shard.id}: exit {filed.exit_code} ({meaning(filed.exit_code)}){where}, " \
-               f"no results: {tail[0]}\n  command: {shlex.join(filed.shard.command)}"
+               f"no results: {last_line(filed.note)}\n  command: {shlex.join(filed.shard.command)}"
     return f"toolmatrix: {filed.shard.id}: exit {filed.exit_code} ({meaning(filed.exit_code)}){where}; {filed.results}"
