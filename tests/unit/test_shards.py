@@ -86,3 +86,21 @@ def test_a_batch_is_named_in_every_command_of_the_plan():
     plan = plan_shards(["llamacpp"], ["qwen2.5-coder-0.5b", "gemma3-270m"], batch="ray-1")
     assert all(s.command[-2:] == (f"--shard={s.id}", "--batch=ray-1") for s in plan.shards)
     assert new_batch("ray") != new_batch("ray") and new_batch("kubernetes").startswith("kubernetes-")
+
+
+@pytest.mark.parametrize("member", ["../escape.txt", "/abs.txt", "link"])
+def test_a_hostile_archive_from_a_node_is_refused_and_nothing_is_filed(tmp_path, member):
+    """A node's archive is untrusted: a path out of the folder, an absolute path or a link stops the filing."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo(member)
+        if member == "link":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"hi"))
+    shard = plan_shards(["llamacpp"], ["qwen2.5-coder-0.5b"]).shards[0]
+    with pytest.raises(tarfile.TarError, match="refused archive member"):
+        file_results(buffer.getvalue(), tmp_path / "root", shard)
+    assert list((tmp_path / "root").iterdir()) == [] and not (tmp_path / "escape.txt").exists()
