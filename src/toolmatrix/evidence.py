@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -138,6 +139,22 @@ COMPLETERS: dict[str, Callable[[HttpClient, str, str | list[int], dict], str]] =
 
 
 # -- the reference render ------------------------------------------------------------------------------------------
+
+
+class MissingDependency(Exception):
+    """A package that evidence needs is not installed: the run stops before it starts, never a quiet fallback."""
+
+
+RENDERER_PACKAGES = ("transformers", "jinja2")  # transformers imports jinja2 only once a template is compiled
+
+
+def require_renderer() -> None:
+    """MissingDependency unless the reference render can run (checked without importing: ~1 s saved)."""
+    missing = [name for name in RENDERER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingDependency(f"evidence compares the engine's render with the model's reference chat template, "
+                                f"which needs {' and '.join(missing)}: not installed; reinstall toolmatrix "
+                                f"(pip install -e .) or run with --evidence off")
 
 
 def reference_render(template: str, body: Mapping[str, Any], special_tokens: Mapping[str, str] | None = None) -> str:

@@ -27,7 +27,7 @@ import pytest
 from toolmatrix.argtypes import case_shard, positive_int, positive_seconds
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
-from toolmatrix.evidence import Witness, read_template
+from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED
@@ -38,6 +38,7 @@ from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, 
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import hardware, toolmatrix_version
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
+from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
 from toolmatrix.specs import SpecErrors
 
@@ -156,6 +157,11 @@ class RunState:
             raise pytest.UsageError(f"no cases to run: {where} hold no case" if where
                                     else "no cases to run: --only-cases needs --cases PATH")
         self.family = get_family(self.model.family)  # registry families and TOOLMATRIX_FAMILY are validated
+        if self.model.chat_template and EvidenceMode(opt("--evidence")) is not EvidenceMode.OFF:
+            try:
+                require_renderer()
+            except MissingDependency as exc:
+                raise pytest.UsageError(str(exc)) from None
         self.launcher: Any = None
         self.writer: RecordWriter | None = None
         self.endpoint: dict[str, str] | None = None
@@ -277,13 +283,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Controller(state), "toolmatrix-controller")
     else:
         state.endpoint = config.workerinput["toolmatrix"]["endpoint"]
-        # Workers parse the command line anew: tell them the controller chose loadgroup (xdist reads this flag).
-        config.option.loadgroup = config.workerinput["toolmatrix"]["loadgroup"]
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "toolmatrix-xdist")
-        # Both modes of a case run on one worker, so the stream is compared with its own non-stream answer.
-        if getattr(config.option, "dist", "no") == "load":
-            config.option.dist = "loadgroup"
     if config.args_source != pytest.Config.ArgsSource.ARGS or all(Path(a).is_dir() for a in config.args):
         config.args = [str(SUITE)]
 
@@ -294,8 +295,14 @@ class XdistHooks:
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         state: RunState = node.config.stash[state_key]
-        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint,
-                                          "loadgroup": node.config.option.dist == "loadgroup"}
+        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint}
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own choice from --dist
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Both modes of a case on one worker, so the stream is compared with its own non-streamed answer."""
+        if not wants_grouping(config):
+            return None
+        return GroupScheduling(config, log, key=lambda nodeid: (item_key(nodeid) or (nodeid,))[0])
 
     @pytest.hookimpl
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -376,7 +383,7 @@ class Controller:
                              kind="SHARD_LOST")
 
     def write_lost(self) -> None:
-        """Records for the cases that died with a worker and were not run again (xdist's loadgroup reruns the
+        """Records for the cases that died with a worker and were not run again (a scope scheduler reruns the
         rest of a crashed worker's group, the crashed case included; load and worksteal drop it)."""
         for (case_id, mode), why in self.crashed.items():
             self._write_lost(case_id, mode, self.state.endpoint["model"], why)
@@ -490,7 +497,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if state is None or "tm_case" not in metafunc.fixturenames:
         return
     params = [
-        pytest.param(case, mode, id=f"{case.id}-{mode}", marks=pytest.mark.xdist_group(case.id))
+        pytest.param(case, mode, id=f"{case.id}-{mode}")
         for case in state.cases.values()
         for mode in MODES
     ]

@@ -57,7 +57,16 @@ class YamlData:
 
 def load_json_yaml(text: str) -> YamlData:
     """Parse one YAML document into JSON data; a syntax error raises ``yaml.YAMLError`` (the first one only)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml's parser when it is built: far faster
+    try:
+        return _load(text, getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml's parser when built: far faster
+    except yaml.YAMLError:
+        # libyaml's own limits (a nesting depth, since PyYAML 6.0.4) can stop it before the checks here, with less
+        # to say and in words that vary by build: the pure-Python parser reads the text again and says where.
+        return _load(text, yaml.SafeLoader)
+
+
+def _load(text: str, loader_class: type) -> YamlData:
+    loader = loader_class(text)
     try:
         return _Builder(loader).build()
     finally:

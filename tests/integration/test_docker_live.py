@@ -31,7 +31,7 @@ from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
 from toolmatrix.registry import load_models
 from toolmatrix.results import read_records, check_results
 
-pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]  # never beside another engine: 2 cores
+pytestmark = pytest.mark.live  # never beside another engine: 2 cores
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "src" / "toolmatrix" / "data"
 IMAGE = "toolmatrix/llama-server:local"

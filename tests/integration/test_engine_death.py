@@ -17,7 +17,6 @@ from toolmatrix.fake import DIED
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records, check_results
 
-pytestmark = pytest.mark.xdist_group("engine-death")
 LIBRARY = load_cases([data_root() / "cases"])
 DIE_AFTER = 30
 

@@ -26,8 +26,8 @@ from toolmatrix.hostile import MODES, HostileServer
 from toolmatrix.results import check_results, read_records
 
 # Each test runs a suite of its own, and the 50 MB and endless modes load both cores: beside a live engine test
-# they starved llama-server into dropping connections (a false infra error there), so they share its group.
-pytestmark = pytest.mark.xdist_group("live")
+# they starved llama-server into dropping connections (a false infra error there), so this module is in the
+# live group of tests/conftest.py.
 
 KEY = "sk-hostile-secret-42"
 TIMEOUT_S = 1.0

@@ -25,7 +25,7 @@ from toolmatrix.launchers.process import find_binary, venv_dir
 from toolmatrix.registry import load_engines, load_models
 from toolmatrix.results import read_records, check_results
 
-pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
+pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]
 SMOKE = ("single.get_weather_paris or tool_choice.none_weather_prompt or tool_choice.required_greeting or "
          "tool_choice.named_overrides_prompt or tool_choice.invalid_string or multi_turn.answer_from_tool_result")

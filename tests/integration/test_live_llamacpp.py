@@ -26,7 +26,7 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import cache_dir, data_root, load_models
 from toolmatrix.results import RECORDS, read_records, check_results
 
-pytestmark = [pytest.mark.live, pytest.mark.xdist_group("live")]
+pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]
 MODEL = load_models()["qwen2.5-coder-0.5b"]  # the embedded default
 # A slice of the library that touches every check and both modes, small enough for CI on 2 cores.

@@ -17,7 +17,6 @@ from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records, check_results
 
-pytestmark = pytest.mark.xdist_group("plugin-fake")  # one module-scoped run, shared by these tests
 ROOT = Path(__file__).parents[2]
 LIBRARY = load_cases([data_root() / "cases"])
 

@@ -18,7 +18,7 @@ from toolmatrix.results import check_results, read_records, read_run_info
 from toolmatrix.shards import plan_shards
 
 ray = pytest.importorskip("ray", reason="the ray extra: pip install 'toolmatrix[ray]'")
-pytestmark = [pytest.mark.xdist_group("live"), pytest.mark.live]
+pytestmark = pytest.mark.live
 
 PAIRS = ["--engine=llamacpp,llama-cpp-python", "--model=gemma3-270m"]
 SUBSET = ["-k", "single"]  # 16 items a pair

@@ -15,7 +15,6 @@ import pytest
 from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.registry import load_models
 
-pytestmark = pytest.mark.xdist_group("run-info-template")
 MODEL = load_models()["gemma3-270m"]
 
 

@@ -22,7 +22,6 @@ from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records
 
-pytestmark = pytest.mark.xdist_group("selection")  # each test runs a suite of its own: not two at once
 
 # A plugin that runs every stream item before its non-streamed twin, as a shuffling plugin may.
 STREAM_FIRST = '''

@@ -16,7 +16,6 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.results import read_records, check_results
 
-pytestmark = pytest.mark.xdist_group("pairs")
 SUBSET = ["-k", "single"]  # 16 items a pair: enough to see each pair run
 
 

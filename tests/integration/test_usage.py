@@ -12,7 +12,6 @@ import pytest
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.fake import FakeServer, first_tool
 
-pytestmark = pytest.mark.xdist_group("usage")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import pytest
 from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.results import read_records, check_results
 
-pytestmark = pytest.mark.xdist_group("worker-crash")
 DELAY_S = 2.0  # each answer of the stand-in engine: long enough to kill a worker mid-case
 
 

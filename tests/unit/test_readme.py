@@ -27,3 +27,12 @@ def test_the_default_is_the_registry_model_that_says_so():
 
     defaults = [model.id for model in load_models().values() if "the embedded default" in model.title]
     assert defaults == [DEFAULT]
+
+
+def test_ci_runs_it_in_a_new_virtual_environment():
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = lines.index(fenced_blocks((ROOT / "README.md").read_text())[1])
+    made, entered = lines.index("python3 -m venv .venv"), lines.index(". .venv/bin/activate")
+    assert made < entered < command
+    assert not any(re.match(r"\s*(python3 -m )?pip3? install", line) for line in lines[:entered]), \
+        "nothing is installed into the machine's own Python"
