@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)
+    from toolmatrix.replay import cli as replay_cli
+    replay_cli.register(sub)
     return parser
 
 

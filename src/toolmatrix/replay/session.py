@@ -1,0 +1,88 @@
+"""Replay a fixture set through engines' parsers: one worker per engine, one record per fixture x chunking,
+written as the live tier writes them (``DIR/ENGINE/results.jsonl`` and ``run.json``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from toolmatrix.formats import get_family
+from toolmatrix.registry import load_engines, load_models
+from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
+
+from . import feeder
+from .adapters import ADAPTERS, Adapter, adapter_for
+from .fixtures import Fixture
+from .judge import judge_replay
+from .protocol import WorkerClient
+
+
+def reasoning_style(fixture: Fixture) -> str | None:
+    """The fixture's own style, else its registered model's (engines/models.yaml), the live tier's source."""
+    if fixture.reasoning_style is not None:
+        return fixture.reasoning_style
+    model = load_models().get(fixture.model)
+    return getattr(model, "reasoning", None) if model is not None else None
+
+
+def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
+    specs = load_engines()
+    return [adapter_for(specs[name]) for name in (names or ADAPTERS)]
+
+
+def mode_of(chunking: str) -> str:
+    return {"none": "nonstream", "whole": "stream"}.get(chunking, f"stream:{chunking}")
+
+
+def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkings: Iterable[str],
+               run_id: str) -> Iterator[Record]:
+    """Records of one fixture on one engine: the non-streamed parse, then each chunking's stream."""
+    family = get_family(fixture.family)
+    support = adapter.supports(fixture.family, reasoning_style(fixture))
+    chunkings = list(chunkings)
+    pieces = {c: feeder.chunk(fixture.text, family, c, fixture.id) for c in chunkings}
+    answer = client.request({"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
+                             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
+                             "tokenizer": str(feeder.tokenizer_path(fixture.family) or ""),
+                             "family": fixture.family, "streams": pieces})
+    body = feeder.request_body(fixture.model, fixture.tools)
+    whole = feeder.nonstream_exchange(answer["nonstream"], body)
+    version = str(client.hello.get("version", ""))
+
+    def info(chunking: str) -> ReplayInfo:
+        return ReplayInfo(adapter.engine, version, support.tool_parser or "", chunking, support.reasoning_parser,
+                          feeder.tokenizer_label(fixture.family) if chunking in ("token", "random") else None,
+                          fixture.family, fixture.source)
+
+    yield judge_replay(fixture, family, whole, None, info("none"), run_id, "nonstream")
+    for chunking in chunkings:
+        exchange = feeder.stream_exchange(answer["streams"][chunking], body)
+        yield judge_replay(fixture, family, exchange, whole, info(chunking), run_id, mode_of(chunking))
+
+
+def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
+                  chunkings: Iterable[str] = feeder.CHUNKINGS) -> dict[str, int]:
+    """Every fixture the engine supports, into ``directory``; returns the verdict counts (plus ``skipped``)."""
+    run_id = f"replay-{adapter.engine}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
+    started = datetime.now(timezone.utc).isoformat()
+    writer = RecordWriter(directory)
+    skipped: dict[str, str] = {}
+    with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
+        for fixture in fixtures:
+            if not adapter.supports(fixture.family, None):
+                skipped[fixture.family] = adapter.supports(fixture.family, None).reason
+                continue
+            for record in replay_one(client, adapter, fixture, chunkings, run_id):
+                writer.write(Posted.of(record))
+        hello = client.hello
+    run = Run(run_id, f"parser-replay@{adapter.engine}",
+              {"id": adapter.engine, "version": hello.get("version"), "tier": "replay", "launcher": "replay", "flags": [],
+               "versions": adapter.versions().split(), "skipped_families": skipped},
+              {"id": "parser-replay", "family": "*", "served_name": "parser-replay"}, {"machine": "cpu", "note": "no model ran: parser replay"},
+              started, datetime.now(timezone.utc).isoformat(), "0.1.0", dict(writer.counts),
+              command=sys.argv, cases=[f.id for f in fixtures if f.family not in skipped])
+    writer.close(run)
+    return {**writer.counts, "skipped_families": len(skipped)}

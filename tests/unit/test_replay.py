@@ -1,0 +1,79 @@
+"""toolmatrix.replay: the fixture format, the generated set, the feeder, and a real SGLang parser replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.formats import get_family
+from toolmatrix.registry import data_root
+from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
+from toolmatrix.replay.fixtures import FixtureError, load_fixtures
+from toolmatrix.replay.generate import generate
+from toolmatrix.registry import load_engines
+from toolmatrix.replay.session import replay_engine
+from toolmatrix.results import read_records
+
+GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
+        "text": '<tool_call>\n{"name": "f", "arguments": {"x": "Zürich"}}\n</tool_call>',
+        "expected": {"tool_calls": [{"name": "f", "arguments": {"x": "Zürich"}}], "content": None, "reasoning": None},
+        "from_peer": {"kept": True}}
+
+
+def test_a_malformed_line_names_file_line_and_field_and_nothing_is_replayed(tmp_path: Path) -> None:
+    bad = {**GOOD, "id": "ext.2", "expected": {"tool_calls": [{"name": "f"}], "content": None, "reasoning": None}}
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(bad) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(FixtureError) as caught:
+        load_fixtures(path)
+    assert caught.value.problems[0] == f"{path}:2: $.expected.tool_calls[0]: 'arguments' is a required property"
+    assert caught.value.problems[1].startswith(f"{path}:3: $: not JSON")
+
+
+def test_extra_fields_are_kept_and_written_back(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_text(json.dumps(GOOD, ensure_ascii=False) + "\n", encoding="utf-8")
+    (fixture,) = load_fixtures(path)
+    assert fixture.to_dict()["from_peer"] == {"kept": True}
+
+
+def test_generated_set_covers_the_issue_floor() -> None:
+    fixtures = generate([data_root() / "cases"])
+    assert len(fixtures) >= 1500
+    assert len({f.family for f in fixtures}) >= 12
+    assert {"qwen3", "harmony", "deepseek_v3", "glm45"} <= {f.reasoning_style for f in fixtures}
+    assert len({f.id for f in fixtures}) == len(fixtures)
+
+
+@pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])
+def test_every_chunking_joins_back_to_the_text(family: str) -> None:
+    for fixture in [f for f in generate([data_root() / "cases"], [family]) if "unicode" in f.tags][:2]:
+        for chunking in CHUNKINGS:
+            pieces = chunk(fixture.text, get_family(family), chunking, fixture.id)
+            assert "".join(p for p, _ in pieces) == fixture.text
+
+
+@pytest.mark.skipif(tokenizer_path("hermes") is None, reason="toolmatrix replay-install tokenizers not run")
+def test_token_chunking_uses_qwen3_real_ids() -> None:
+    # reference/replay.md: the ids checked on these machines.
+    text = '<think>\nhi\n</think>\n\n<tool_call>\n{"name": "get_weather"}'
+    ids = [i for _, piece in chunk(text, get_family("hermes"), "token") for i in piece]
+    assert ids == [151667, 198, 6023, 198, 151668, 271, 151657, 198, 4913, 606, 788, 330, 455, 69364, 9207]
+
+
+SGLANG = adapter_for(load_engines()["sglang"])
+
+
+@pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
+def test_sglang_replays_a_fixture_file_into_records(tmp_path: Path) -> None:
+    """A real parser (SGLang qwen25 + qwen3 reasoning) on a real generated fixture: every chunking passes."""
+    (fixture,) = [f for f in generate([data_root() / "cases"], ["hermes"]) if f.id == "hermes.single.get_weather_paris.think"]
+    counts = replay_engine(SGLANG, [fixture], tmp_path, ["token", "special", "random"])
+    records = list(read_records(tmp_path))
+    assert [(r.mode, r.verdict.value) for r in records] == [
+        ("nonstream", "pass"), ("stream:token", "pass"), ("stream:special", "pass"), ("stream:random", "pass")]
+    assert records[0].replay.parser == "qwen25" and records[0].replay.reasoning_parser == "qwen3"
+    assert records[0].replay.engine_version == "0.5.23" and counts["pass"] == 4
