@@ -43,3 +43,22 @@ def test_vllm_parses_hermes_with_qwen3_reasoning_and_refuses_llama3_json_without
     # cell says so instead of failing.
     skipped = json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]
     assert "<|python_tag|>" in skipped["llama3_json"] and counts["skipped_families"] == 1
+
+
+TRANSFORMERS = adapter_for(load_engines()["transformers"])
+
+
+@pytest.mark.skipif(TRANSFORMERS.ready() is not None, reason=str(TRANSFORMERS.ready()))
+def test_transformers_response_templates_parse_gemma4_thinking_and_qwen3_coder_xml(tmp_path: Path) -> None:
+    fixtures = _fixtures("gemma4.single.get_weather_paris.think", "qwen3_coder.single.get_weather_paris.text_before",
+                         "deepseek_v3.single.get_weather_paris.plain")
+    counts = replay_engine(TRANSFORMERS, fixtures, tmp_path, ["whole", "token", "random"])
+    records = list(read_records(tmp_path))
+    assert [(r.case_id.split(".")[0], r.mode, r.verdict.value) for r in records] == [
+        (family, mode, "pass") for family in ("gemma4", "qwen3_coder")
+        for mode in ("nonstream", "stream", "stream:token", "stream:random")]
+    assert (records[0].replay.parser, records[0].replay.reasoning_parser) == ("gemma4", "gemma4")
+    assert records[0].replay.engine_version == "5.23.0"
+    # transformers serve has no response template for DeepSeek: an empty cell with its reason.
+    skipped = json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]
+    assert "no response template for deepseek_v3" in skipped["deepseek_v3"] and counts["skipped_families"] == 1
