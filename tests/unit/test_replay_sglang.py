@@ -1,0 +1,74 @@
+"""The SGLang worker's import shim changes no parser behaviour (sglang_worker.py's docstring promises this test).
+
+The shim replaces two package ``__init__`` files (sglang's, xgrammar's) with bare modules. Run in SGLang's own
+replay env, the probe below checks that (1) every other sglang / xgrammar module the parsers load is the
+installed file, byte for byte as the wheel's RECORD hashes it; (2) the one name taken from xgrammar's top,
+``StructuralTag``, is the object ``xgrammar/__init__.py`` itself re-exports; (3) no loaded sglang module reads a
+name from the ``sglang`` package top (which the shim left empty); (4) a parse through the shim gives the known
+answer, whole and streamed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from toolmatrix.registry import load_engines
+from toolmatrix.replay.adapters import adapter_for
+
+SGLANG = adapter_for(load_engines()["sglang"])
+
+PROBE = r"""
+import base64, hashlib, json, re, runpy, sys
+from importlib import metadata
+from pathlib import Path
+worker = runpy.run_path(sys.argv[1], run_name="probe")
+worker["install_shim"]()
+tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+          "properties": {"city": {"type": "string"}}}}}]
+text = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
+req = {"text": text, "tools": tools, "tool_parser": "qwen25", "reasoning_parser": "qwen3"}
+whole = worker["parse"](req)
+deltas = worker["stream"](req, [[c, None] for c in re.findall(r"<[^>]+>|\w+|\s+|.", text)])
+recorded = {}
+for dist in ("sglang", "xgrammar"):
+    for f in metadata.distribution(dist).files:
+        if f.hash is not None:
+            recorded[str(f.locate().resolve())] = f.hash.value
+loaded, changed, top_reads = [], [], []
+for name, module in list(sys.modules.items()):
+    if name.split(".")[0] not in ("sglang", "xgrammar") or "." not in name or not getattr(module, "__file__", None):
+        continue
+    path = str(Path(module.__file__).resolve())
+    digest = base64.urlsafe_b64encode(hashlib.sha256(Path(path).read_bytes()).digest()).rstrip(b"=").decode()
+    loaded.append(name)
+    if recorded.get(path) != digest:
+        changed.append(name)
+    if name.startswith("sglang.") and re.search(r"^\s*from sglang import |^\s*import sglang\s*$",
+                                                  Path(path).read_text(encoding="utf-8"), re.M):
+        top_reads.append(name)
+import xgrammar.structural_tag as st
+init = Path(metadata.distribution("xgrammar").locate_file("xgrammar/__init__.py")).read_text()
+print(json.dumps({"whole": whole, "deltas": deltas, "loaded": loaded, "changed": changed, "top_reads": top_reads,
+                  "structural_tag_same": sys.modules["xgrammar"].StructuralTag is st.StructuralTag,
+                  "init_reexports": "from .structural_tag import StructuralTag" in init}))
+"""
+
+
+@pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
+def test_the_shim_loads_the_installed_parsers_unmodified_and_parses_as_sglang_does() -> None:
+    done = subprocess.run([str(SGLANG.python), "-c", PROBE, str(SGLANG.worker)], capture_output=True, text=True,
+                          env=dict(SGLANG.env()), timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "sglang.srt.function_call.qwen25_detector" in probe["loaded"]
+    assert "sglang.srt.parser.reasoning_parser" in probe["loaded"]
+    assert probe["changed"] == [] and probe["top_reads"] == []
+    assert probe["structural_tag_same"] and probe["init_reexports"]
+    assert probe["whole"]["reasoning"].strip() == "hm" and probe["whole"]["content"].strip() == ""
+    (call,) = probe["whole"]["tool_calls"]
+    assert (call["name"], json.loads(call["arguments"])) == ("get_weather", {"city": "Zürich"})
+    streamed = "".join(c["function"].get("arguments", "") for d in probe["deltas"] for c in d.get("tool_calls", []))
+    assert json.loads(streamed) == {"city": "Zürich"}
