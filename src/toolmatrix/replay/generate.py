@@ -104,6 +104,8 @@ def case_calls(case: Case) -> list[tuple[str, dict]] | None:
 def _fixture(fid: str, family: str, text: str, tools: Iterable[dict], calls: list, content: str | None,
              reasoning: str | None, tags: list[str], variant: str) -> Fixture:
     model, style = FAMILY_MODELS[family]
+    if family == "harmony":  # the generation prompt ends with <|start|>assistant: a completion never repeats it
+        text = text.removeprefix("<|start|>assistant")
     return Fixture(id=fid, family=family, model=model, text=text, tools=tuple(tools),
                    expected=Expected(tuple({"name": n, "arguments": a} for n, a in calls), content, reasoning),
                    tags=tuple(tags), source=f"generated:{variant}", reasoning_style=style)
