@@ -443,3 +443,35 @@ def test_host_names_stay_data_in_page_and_markdown(tmp_path):
     md = (tmp_path / "out" / "matrix.md").read_text()
     assert "<img" not in md and "- single.a \\[nonstream\\]: &lt;img src=x onerror=alert(1)&gt;\\|: pass" in md
     assert cell_of(tmp_path / "out", "m1@e1", "page")["runs"][0]["gpus"] == evil
+
+
+def _replay_results(directory: Path, engine: str, verdicts: dict[str, str], skipped: dict[str, str]) -> Path:
+    records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
+               for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
+    write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
+    run = json.loads((directory / "run.json").read_text())
+    run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
+    (directory / "run.json").write_text(json.dumps(run))
+    return directory
+
+
+def test_replay_cells_get_their_own_family_table_and_every_empty_cell_its_reason(tmp_path):
+    write_results(tmp_path / "live", suite({"single.a": "pass"}), model="m1", engine="vllm")
+    _replay_results(tmp_path / "r1", "sglang", {"hermes": "pass", "glm45": "fail"}, {})
+    _replay_results(tmp_path / "r2", "vllm", {"hermes": "pass"}, {"glm45": "vllm glm45: no offline tokenizer"})
+
+    build_matrix([tmp_path / "live", tmp_path / "r1", tmp_path / "r2"], tmp_path / "out")
+
+    data = page_data(tmp_path / "out")
+    # The live table keeps its model x engine shape: no "parser-replay" row.
+    assert data["models"] == ["m1"] and [e["id"] for e in data["engines"]] == ["vllm"]
+    replay = data["replay"]
+    assert replay["families"] == ["glm45", "hermes"] and [e["id"] for e in replay["engines"]] == ["sglang", "vllm"]
+    cells = {(c["engine"], c["family"]): c for c in replay["cells"]}
+    assert (cells["sglang", "glm45"]["rate"], cells["sglang", "glm45"]["total"]) == (0.0, 2)
+    assert cells["vllm", "glm45"] == {"engine": "vllm", "family": "glm45", "pair": "parser-replay@vllm",
+                                      "reason": "vllm glm45: no offline tokenizer"}
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert "## Parser replay (no model ran)" in md
+    assert re.search(r"\| glm45 +\| 0% \(0/2\), 2 fail +\| not replayed: vllm glm45: no offline tokenizer +\|", md)
+    assert "replay.hermes" not in md.split("## Parser replay")[0]  # the live by-category table stays live

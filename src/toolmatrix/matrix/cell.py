@@ -160,6 +160,9 @@ def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
         "base_url": engine.get("base_url"), "flags": engine.get("flags", []),
         "key_flags": key_flags(engine.get("flags", [])),
         "model_info": {k: model.get(k) for k in ("family", "served_name", "revision", "weights", "chat_template")},
+        # live: a model served by the engine; replay: the engine's parser fed given text (no model ran)
+        "tier": engine.get("tier", "live"),
+        **({"skipped_families": dict(engine.get("skipped_families") or {})} if engine.get("tier") == "replay" else {}),
     }
 
 

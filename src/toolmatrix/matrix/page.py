@@ -18,13 +18,18 @@ from typing import Any
 
 from tabulate import tabulate
 
+from toolmatrix.matrix.replay import is_replay, replay_layout, replay_markdown
+
 PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
 MD_LIST_CAP = 10
 _BLOCK = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
 def layout(cells: list[dict]) -> dict[str, Any]:
-    """Rows, columns (with versions and the key flags all of a column's cells share), categories and blames."""
+    """Rows, columns (with versions and the key flags all of a column's cells share), categories and blames of the
+    live table; the parser-replay cells get a table of their own (``replay``)."""
+    replay, every = replay_layout(cells), cells
+    cells = [c for c in cells if not is_replay(c)]
     engines = []
     for engine in sorted({c["engine"] for c in cells}):
         column = [c for c in cells if c["engine"] == engine]
@@ -34,12 +39,13 @@ def layout(cells: list[dict]) -> dict[str, Any]:
             "versions": sorted({str(c["engine_version"]) for c in column if c["engine_version"]}),
             "key_flags": [f for f in column[0]["key_flags"] if f in shared],
         })
-    rows = [r for c in cells for r in c["breakdown"]]
+    rows = [r for c in every for r in c["breakdown"]]  # the filters also serve the replay cells' details
     return {
         "models": sorted({c["model"] for c in cells}),
         "engines": engines,
         "categories": sorted({r[0] for r in rows}),
         "blames": sorted({r[3] for r in rows if r[3]}),
+        "replay": replay,
     }
 
 
@@ -147,8 +153,8 @@ def _mixed_md(cells: list[dict]) -> list[str]:
 
 def render_markdown(data: dict) -> str:
     """``matrix.md``: the matrix, the per-category rates, what changed, and what was skipped."""
-    cells = data["cells"]
-    shape = layout(cells)
+    shape = layout(data["cells"])
+    cells = [c for c in data["cells"] if not is_replay(c)]
     by_key = {(c["model"], c["engine"]): c for c in cells}
     headers = ["model \\ engine"] + [
         md_text(" ".join([e["id"], *e["versions"]]) + (f" ({', '.join(e['key_flags'])})" if e["key_flags"] else ""))
@@ -164,11 +170,13 @@ def render_markdown(data: dict) -> str:
              "records where the engine returned what the model said, in a valid wire shape, honouring the request "
              "(the engine alone).", "",
              tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
-    if cells and shape["categories"]:
-        rows = [[md_text(c["pair"])] + _category_rates(c, shape["categories"]) for c in cells]
+    categories = sorted({r[0] for c in cells for r in c["breakdown"]})
+    if cells and categories:
+        rows = [[md_text(c["pair"])] + _category_rates(c, categories) for c in cells]
         lines += ["", "## By category", "",
-                  tabulate(rows, headers=["pair"] + [md_text(c) for c in shape["categories"]], tablefmt="github",
+                  tabulate(rows, headers=["pair"] + [md_text(c) for c in categories], tablefmt="github",
                            disable_numparse=True)]
+    lines += replay_markdown(shape["replay"], md_text)
     lines += _changes_md(cells)
     lines += _mixed_md(cells)
     if data["skipped"]:
