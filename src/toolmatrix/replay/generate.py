@@ -87,6 +87,29 @@ def _witness(matcher: Any) -> tuple[bool, Any]:
     return True, matcher
 
 
+# A value of each JSON type for a required property no matcher names (a case that checks the call's name only).
+_TYPE_WITNESS: dict[str, Any] = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
+def _required_fill(case: Case, name: str, args: dict) -> dict | None:
+    """The tool schema's required properties the matchers left out, given a value of their type: a model's call
+    carries them, and without them every parser's correct answer fails the live ``arguments_schema`` check."""
+    tool = next((t["function"] for t in case.tools if t.get("function", {}).get("name") == name), {})
+    params = tool.get("parameters") or {}
+    fill = {}
+    for key in params.get("required", ()):
+        if key in args:
+            continue
+        prop = (params.get("properties") or {}).get(key, {})
+        if prop.get("enum"):
+            fill[key] = prop["enum"][0]
+        elif prop.get("type") in _TYPE_WITNESS:
+            fill[key] = _TYPE_WITNESS[prop["type"]]
+        else:
+            return None  # no honest witness: the case is skipped, not guessed
+    return fill
+
+
 def case_calls(case: Case) -> list[tuple[str, dict]] | None:
     """Concrete calls that satisfy the case's expectation, or None when no witness is known."""
     calls = []
@@ -97,7 +120,10 @@ def case_calls(case: Case) -> list[tuple[str, dict]] | None:
             if not ok or not value_matches(matcher, value):
                 return None
             args[key] = value
-        calls.append((expected.name, args))
+        fill = _required_fill(case, expected.name, args)
+        if fill is None:
+            return None
+        calls.append((expected.name, {**args, **fill}))
     return calls
 
 
