@@ -5,6 +5,7 @@ Needs /usr/bin/chromium (``apt-get install chromium``); never a browser download
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -215,4 +216,41 @@ def test_a_cell_of_two_machines_lists_both_and_shows_where_they_disagree(browser
     assert f"fail cpu{SCRIPT} (run on-cpu), blame: engine: args_not_object: arguments are not an object" in lines
     assert "pass gpu-box-7 (run on-gpu)" in lines
     assert page.locator("script").count() == 2  # the host name stayed text
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def with_replay(tmp_path_factory) -> Path:
+    """A live pair beside two engines' parser-replay runs; vLLM did not replay glm45 (with its reason)."""
+    root = tmp_path_factory.mktemp("replay")
+    write_results(root / "live", suite({"single.a": "pass"}), engine="vllm")
+    for engine, verdicts, skipped in (("sglang", {"hermes": "pass", "glm45": "fail"}, {}),
+                                      ("vllm", {"hermes": "pass"}, {"glm45": f"vllm glm45: no tokenizer {SCRIPT}"})):
+        records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
+                   for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
+        write_results(root / engine, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
+        run = json.loads((root / engine / "run.json").read_text())
+        run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
+        (root / engine / "run.json").write_text(json.dumps(run))
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_replay_cells_are_a_table_of_their_own_with_the_reason_in_each_empty_cell(browser, with_replay):
+    page = browser.new_page()
+    page.goto(with_replay.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    assert page.locator("#matrix tbody tr").all_inner_texts()[0].startswith("m1")  # no parser-replay row
+    assert page.locator("#matrix tbody tr").count() == 1
+    assert "no model ran" in page.locator("#replay h2").inner_text()
+    assert page.locator("#replay-matrix tbody th").all_inner_texts() == ["glm45", "hermes"]
+    empty = page.locator("#replay-matrix td.replay-reason[data-family='glm45'][data-engine='vllm']")
+    assert empty.inner_text() == f"not replayed: vllm glm45: no tokenizer {SCRIPT}"
+    failing = page.locator("#replay-matrix td[data-family='glm45'][data-engine='sglang']")
+    assert failing.locator(".rate").inner_text() == "0%" and "lv-bad" in failing.get_attribute("class")
+    failing.locator("button").click()
+    assert page.locator("#detail h2").inner_text() == "parser-replay@sglang"
+    assert page.locator("#f-category").input_value() == "replay.glm45"
+    assert page.locator("#detail details.case").count() == 2
+    assert page.locator("script").count() == 2  # the reason stayed text
     page.close()
