@@ -116,3 +116,15 @@ def suite(verdicts: dict[str, str], modes: tuple[str, ...] = ("nonstream", "stre
         per_mode = dict(zip(modes, split, strict=True))
         out += [record(case_id, per_mode[mode], mode=mode, **record_options) for mode in modes]
     return out
+
+
+def write_replay_results(directory: Path, engine: str, verdicts: dict[str, str], skipped: dict[str, str]) -> Path:
+    """A parser-replay run of ``engine`` as the replay tier writes it: pair ``parser-replay@ENGINE``, records of
+    category ``replay.FAMILY`` (``{family: verdict}``, non-streamed and token-streamed), ``skipped_families``."""
+    records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
+               for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
+    write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
+    run = json.loads((directory / "run.json").read_text())
+    run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
+    (directory / "run.json").write_text(json.dumps(run))
+    return directory

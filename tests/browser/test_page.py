@@ -5,12 +5,11 @@ Needs /usr/bin/chromium (``apt-get install chromium``); never a browser download
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.helpers_results import answer, chunks_of, record, suite, write_results
+from tests.helpers_results import answer, chunks_of, record, suite, write_replay_results, write_results
 from toolmatrix.matrix import build_matrix
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -201,10 +200,16 @@ def two_machines(tmp_path_factory) -> Path:
     return root / "matrix" / "index.html"
 
 
-def test_a_cell_of_two_machines_lists_both_and_shows_where_they_disagree(browser, two_machines):
+def open_page(browser, path: Path):
+    """A fresh page on ``path``, once its script has drawn everything."""
     page = browser.new_page()
-    page.goto(two_machines.as_uri())
+    page.goto(path.as_uri())
     page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    return page
+
+
+def test_a_cell_of_two_machines_lists_both_and_shows_where_they_disagree(browser, two_machines):
+    page = open_page(browser, two_machines)
     m1e1 = cell(page, "m1@e1")
     assert m1e1.locator(".rate").inner_text() == "50%"  # single.b in both modes is mixed: not a pass
     m1e1.locator("button").click()
@@ -224,22 +229,14 @@ def with_replay(tmp_path_factory) -> Path:
     """A live pair beside two engines' parser-replay runs; vLLM did not replay glm45 (with its reason)."""
     root = tmp_path_factory.mktemp("replay")
     write_results(root / "live", suite({"single.a": "pass"}), engine="vllm")
-    for engine, verdicts, skipped in (("sglang", {"hermes": "pass", "glm45": "fail"}, {}),
-                                      ("vllm", {"hermes": "pass"}, {"glm45": f"vllm glm45: no tokenizer {SCRIPT}"})):
-        records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
-                   for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
-        write_results(root / engine, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
-        run = json.loads((root / engine / "run.json").read_text())
-        run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
-        (root / engine / "run.json").write_text(json.dumps(run))
+    write_replay_results(root / "sglang", "sglang", {"hermes": "pass", "glm45": "fail"}, {})
+    write_replay_results(root / "vllm", "vllm", {"hermes": "pass"}, {"glm45": f"vllm glm45: no tokenizer {SCRIPT}"})
     build_matrix([root], root / "matrix")
     return root / "matrix" / "index.html"
 
 
 def test_replay_cells_are_a_table_of_their_own_with_the_reason_in_each_empty_cell(browser, with_replay):
-    page = browser.new_page()
-    page.goto(with_replay.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+    page = open_page(browser, with_replay)
     assert page.locator("#matrix tbody tr").all_inner_texts()[0].startswith("m1")  # no parser-replay row
     assert page.locator("#matrix tbody tr").count() == 1
     assert "no model ran" in page.locator("#replay h2").inner_text()

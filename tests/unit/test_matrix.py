@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers_results import answer, record, suite, write_results
+from tests.helpers_results import answer, record, suite, write_replay_results, write_results
 from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
@@ -445,20 +445,10 @@ def test_host_names_stay_data_in_page_and_markdown(tmp_path):
     assert cell_of(tmp_path / "out", "m1@e1", "page")["runs"][0]["gpus"] == evil
 
 
-def _replay_results(directory: Path, engine: str, verdicts: dict[str, str], skipped: dict[str, str]) -> Path:
-    records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
-               for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
-    write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
-    run = json.loads((directory / "run.json").read_text())
-    run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
-    (directory / "run.json").write_text(json.dumps(run))
-    return directory
-
-
 def test_replay_cells_get_their_own_family_table_and_every_empty_cell_its_reason(tmp_path):
     write_results(tmp_path / "live", suite({"single.a": "pass"}), model="m1", engine="vllm")
-    _replay_results(tmp_path / "r1", "sglang", {"hermes": "pass", "glm45": "fail"}, {})
-    _replay_results(tmp_path / "r2", "vllm", {"hermes": "pass"}, {"glm45": "vllm glm45: no offline tokenizer"})
+    write_replay_results(tmp_path / "r1", "sglang", {"hermes": "pass", "glm45": "fail"}, {})
+    write_replay_results(tmp_path / "r2", "vllm", {"hermes": "pass"}, {"glm45": "vllm glm45: no offline tokenizer"})
 
     build_matrix([tmp_path / "live", tmp_path / "r1", tmp_path / "r2"], tmp_path / "out")
 
