@@ -9,14 +9,30 @@ import time
 from pathlib import Path
 
 
+def _run_engine(engine: str, fixtures_path: str, results_dir: str, chunkings: list[str]) -> tuple[str, str]:
+    """One engine's replay, in whichever process runs it; returns (engine, the line to print) or the skip reason."""
+    from .fixtures import load_fixtures
+    from .session import adapters, replay_engine
+
+    (adapter,) = adapters([engine])
+    why = adapter.ready()
+    if why is not None:
+        return engine, f"skipped: {why}"
+    started = time.perf_counter()
+    counts = replay_engine(adapter, load_fixtures(fixtures_path), Path(results_dir) / engine, chunkings)
+    return engine, (f"{counts} in {time.perf_counter() - started:.1f} s -> "
+                    f"{Path(results_dir) / engine / 'results.jsonl'}")
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
     from .adapters import ADAPTERS
     from .feeder import CHUNKINGS
     from .fixtures import FixtureError, load_fixtures
-    from .session import adapters, replay_engine
 
     try:
-        fixtures = load_fixtures(args.fixtures)
+        load_fixtures(args.fixtures)  # every bad line named before any engine starts
     except FixtureError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -24,17 +40,19 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if unknown:
         print(f"--engine {unknown[0]}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
         return 2
+    engines, chunkings = list(args.engine or ADAPTERS), list(args.chunking or CHUNKINGS)
+    jobs = [(e, args.fixtures, args.results_dir, chunkings) for e in engines]
+    # Each engine is its own worker process already; -j runs their host sides (feeding, judging) side by side too.
+    if args.jobs > 1:
+        with ProcessPoolExecutor(min(args.jobs, len(jobs))) as pool:
+            results = list(pool.map(_run_engine, *zip(*jobs)))
+    else:
+        results = [_run_engine(*job) for job in jobs]
     status = 0
-    for adapter in adapters(args.engine):
-        why = adapter.ready()
-        if why is not None:
-            print(f"{adapter.engine}: skipped: {why}", file=sys.stderr)
-            status = status or (2 if args.engine else 0)
-            continue
-        started = time.perf_counter()
-        counts = replay_engine(adapter, fixtures, Path(args.results_dir) / adapter.engine, args.chunking or CHUNKINGS)
-        print(f"{adapter.engine}: {counts} in {time.perf_counter() - started:.1f} s -> "
-              f"{Path(args.results_dir) / adapter.engine / 'results.jsonl'}")
+    for engine, line in results:
+        skipped = line.startswith("skipped: ")
+        print(f"{engine}: {line}", file=sys.stderr if skipped else sys.stdout)
+        status = status or (2 if skipped and args.engine else 0)
     return status
 
 
@@ -72,11 +90,15 @@ def _cmd_install(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from toolmatrix.argtypes import positive_int
+
     replay = sub.add_parser("replay", help="replay fixtures through engines' own output parsers (no GPU, no model)")
     replay.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
     replay.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE/results.jsonl")
     replay.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     replay.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
+    replay.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
+                        help="replay N engines at once (default 1; each engine is its own process either way)")
     replay.set_defaults(func=_cmd_replay)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
