@@ -3,8 +3,8 @@ written as the live tier writes them (``DIR/ENGINE/results.jsonl`` and ``run.jso
 
 from __future__ import annotations
 
+import functools
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -25,11 +25,16 @@ class Unsupported(Exception):
     reason, not a failure."""
 
 
+@functools.cache
+def _models() -> dict:
+    return load_models()  # read and schema-checked once: per fixture it was a fifth of a replay's time
+
+
 def reasoning_style(fixture: Fixture) -> str | None:
     """The fixture's own style, else its registered model's (engines/models.yaml), the live tier's source."""
     if fixture.reasoning_style is not None:
         return fixture.reasoning_style
-    model = load_models().get(fixture.model)
+    model = _models().get(fixture.model)
     return getattr(model, "reasoning", None) if model is not None else None
 
 
