@@ -137,6 +137,7 @@ class GateReport:
     unused_allow: tuple[AllowEntry, ...]
     warnings: tuple[str, ...]
     repro: Mapping[Key, str] = attrs.field(factory=dict, repr=False)
+    tier: str = "live"  # replay: the engine's output parser fed given text (no model ran)
 
     @property
     def breaches(self) -> tuple[Rate, ...]:
@@ -153,7 +154,8 @@ class GateReport:
     def lines(self) -> list[str]:
         allowed = [v for v in self.judgements if v.ruling is Ruling.ALLOWED]
         known = [v for v in self.judgements if v.ruling is Ruling.NOT_GATED]
-        out = [f"gate: {self.pair}: results {self.results} against baseline {self.baseline}"]
+        tier = " (parser replay: the engine's parser on given text, no model ran)" if self.tier == "replay" else ""
+        out = [f"gate: {self.pair}{tier}: results {self.results} against baseline {self.baseline}"]
         out += [f"warning: {w}" for w in self.warnings]
         for v in self.regressions:
             out += [f"REGRESSION {v.key[0]} [{v.key[1]}]: {v.message}", f"  repro: {self.repro[v.key]}"]
@@ -241,7 +243,8 @@ def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, floa
     report = GateReport(
         info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
         tuple(rates), tuple(e for e in allow if e not in used), tuple(warnings),
-        {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION})
+        {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION},
+        info.run.engine.get("tier", "live"))
     if junit_xml is not None:
         write_junit(report, junit_xml)
     return report

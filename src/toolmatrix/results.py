@@ -335,7 +335,12 @@ class Run:
         return self.engine["id"]
 
     def repro_prefix(self) -> list[str]:
-        """``pytest`` and the target options of this run: the engine spec, or the URL of an external server."""
+        """``pytest`` and the target options of this run: the engine spec, or the URL of an external server; for a
+        parser-replay run, ``toolmatrix replay`` with the run's fixture file and engine."""
+        if self.engine.get("tier") == "replay":
+            fixtures = self.command[self.command.index("--fixtures") + 1] \
+                if "--fixtures" in self.command[:-1] else "FIXTURES.jsonl"
+            return ["toolmatrix", "replay", "--fixtures", fixtures, "--engine", self.engine["id"]]
         if self.engine.get("launcher") == "external" and self.engine.get("base_url"):
             return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}"]
         return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}"]
@@ -343,6 +348,12 @@ class Run:
 
 def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
     """The command that runs one case x mode again."""
+    if prefix[:2] == ["toolmatrix", "replay"]:  # parser replay: that one fixture, in that chunking
+        chunking = mode.split(":", 1)[1] if ":" in mode else "whole"
+        needle = '"id": "' + case_id + '"'
+        one = f"grep -F {shlex.quote(needle)} {shlex.quote(prefix[3])} > /tmp/one.jsonl"
+        return f"{one} && " + shlex.join([*prefix[:2], "--fixtures", "/tmp/one.jsonl", "--results-dir", "/tmp/repro",
+                                          *prefix[4:], "--chunking", chunking])
     # -k matches substrings, and "stream" is one of "nonstream".
     selector = f"{case_id} and nonstream" if mode == "nonstream" else f"{case_id} and stream and not nonstream"
     return shlex.join([*prefix, "-k", selector])

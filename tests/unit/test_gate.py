@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 import xml.etree.ElementTree as ET
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers_results import suite, write_results
+from tests.helpers_results import suite, write_replay_results, write_results
 from toolmatrix.cli import main
 from toolmatrix.gate import EXIT_FAILED, EXIT_INPUT, EXIT_PASS, run_gate
 
@@ -222,3 +223,19 @@ def test_comparing_different_pairs_warns(tmp_path, baseline):
     report = run_gate(baseline, now)
     assert report.warnings == ("comparing different pairs: results m2@e1, baseline m1@e1",)
     assert report.exit_code == EXIT_PASS
+
+
+def test_a_replay_regression_says_parser_replay_and_repros_with_the_replay_command(tmp_path):
+    base = write_replay_results(tmp_path / "base", "sglang", {"hermes": "pass"}, {})
+    now = write_replay_results(tmp_path / "now", "sglang", {"hermes": "fail"}, {})
+    run = json.loads((now / "run.json").read_text())
+    run["command"] = ["toolmatrix", "replay", "--fixtures", "fx.jsonl", "--results-dir", "r", "--engine", "sglang"]
+    (now / "run.json").write_text(json.dumps(run))
+
+    report = run_gate(base, now)
+
+    assert report.exit_code == EXIT_FAILED and report.tier == "replay"
+    assert report.lines()[0].startswith("gate: parser-replay@sglang (parser replay: the engine's parser on given text")
+    assert report.repro["hermes.case", "stream:token"] == (
+        "grep -F '\"id\": \"hermes.case\"' fx.jsonl > /tmp/one.jsonl && toolmatrix replay --fixtures /tmp/one.jsonl "
+        "--results-dir /tmp/repro --engine sglang --chunking token")
