@@ -6,6 +6,8 @@ dependencies, so no torch. The import shim: ``sglang/__init__.py`` reaches torch
 bare modules (``__path__`` = their installed folders) skips those two files only. Every parser module is then
 imported unmodified from the installed wheel; tests/unit/test_replay_sglang.py checks that the shim changes no
 parse. Order as in the server: reasoning split first, tool calls parsed from what is left.
+Unlike the server, ``FunctionCallParser`` gets no ``tokenizer=`` and no ``prefix=`` (the rendered prompt): only
+``ResponseTemplateToolDetector`` parsers read them, and no family the spec maps is one (results/replay/TRIAGE.md).
 """
 
 from __future__ import annotations
