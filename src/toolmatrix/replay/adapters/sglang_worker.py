@@ -6,8 +6,9 @@ dependencies, so no torch. The import shim: ``sglang/__init__.py`` reaches torch
 bare modules (``__path__`` = their installed folders) skips those two files only. Every parser module is then
 imported unmodified from the installed wheel; tests/unit/test_replay_sglang.py checks that the shim changes no
 parse. Order as in the server: reasoning split first, tool calls parsed from what is left.
-Unlike the server, ``FunctionCallParser`` gets no ``tokenizer=`` and no ``prefix=`` (the rendered prompt): only
-``ResponseTemplateToolDetector`` parsers read them, and no family the spec maps is one (results/replay/TRIAGE.md).
+Unlike the server, ``FunctionCallParser`` gets no ``tokenizer=`` and no ``prefix=`` (the rendered prompt): it hands
+them only to detectors whose signature takes a tokenizer or that are ``ResponseTemplateToolDetector`` subclasses,
+and none of the detectors engines/sglang.yaml maps is either (checked at 0.5.23).
 """
 
 from __future__ import annotations
