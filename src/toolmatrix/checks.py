@@ -451,7 +451,12 @@ def check_arguments_schema(ev: CheckInput) -> Finding:
     for call in calls:
         schema = ev.case.tool_schema(call.name) if isinstance(call.name, str) else None
         if schema is None:
-            return failed(MODEL, f"called {_short(call.name)}, which is not an offered tool")
+            # Under tool_choice required or named the engine holds the call to the offered tools (a grammar):
+            # a call to another one broke its contract, whatever the model would have written unconstrained.
+            held = ev.case.tool_choice_kind in ("required", "named")
+            return failed(ENGINE if held else MODEL, f"called {_short(call.name)}, which is not an offered tool"
+                          + (f" (tool_choice {ev.case.tool_choice_kind}: the engine holds a call to the offered tools)"
+                             if held else ""))
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(call.parsed_arguments()))
         if error is not None:
             blame = ENGINE if _looks_double_encoded(error.instance, error.schema) else MODEL

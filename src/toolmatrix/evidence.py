@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from toolmatrix.blame import ModelWords
 from toolmatrix.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.client import HTTPError, HttpClient
@@ -239,7 +240,7 @@ class Witness:
                                             {**sampling(body), **spec.completion_options})
         except EvidenceError as exc:
             return attrs.evolve(found, status=EvidenceStatus.UNAVAILABLE, reason=f"the engine did not tell: {exc}")
-        parsed = self.family.parse(raw, list(case.tools))
+        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
         calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
         found = attrs.evolve(found, raw_text=raw, calls=calls)
         if "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):

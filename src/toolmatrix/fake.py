@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 import attrs
 
+from toolmatrix.blame import ModelWords, split_reasoning
+from toolmatrix.formats import get_family
+
 FAULTS = {
     "http_500": "answer HTTP 500 (crash on tools)",
     "http_400": "answer HTTP 400 to a valid request",
@@ -66,6 +69,7 @@ class Reply:
     content: str | None = None
     reasoning: str | None = None
     faults: frozenset[str] = frozenset()
+    text: str | None = None  # the model's raw text, where it is the point (see ``model_wrote``)
 
     def __attrs_post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
@@ -74,6 +78,21 @@ class Reply:
 
 
 Responder = Callable[[dict], Reply]
+
+
+def model_wrote(text: str) -> Reply:
+    """The answer of a correct engine to a model that wrote ``text`` in the Hermes format: the reasoning block split
+    off, the calls parsed from the rest; a call it cannot read leaves the text (less the reasoning) as content, as
+    vLLM's and llama.cpp's Hermes parsers do. The raw completion gives ``text`` back unchanged."""
+    family = get_family("hermes")
+    words = ModelWords.read(text, family, [])
+    if words.parsed.errors:
+        rest = split_reasoning(text, family.reasoning_markers)[1]
+        return Reply(content=rest.strip() or None, reasoning=words.reasoning, text=text)
+    calls = tuple((c.name, c.arguments) for c in words.parsed.calls)
+    return Reply(calls=calls, content=words.parsed.content or None, reasoning=words.reasoning, text=text)
+
+
 THOUGHT = "The user wants an answer."
 
 
@@ -151,6 +170,8 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
 def model_text(reply: Reply) -> str:
     """What the fake 'model' wrote before any engine touched it: its reasoning, its text, its calls in the Hermes
     format; a model cut by max_tokens (length_cut) wrote a truncated last call."""
+    if reply.text is not None:
+        return reply.text
     text = (f"<think>{THOUGHT}</think>" if "think_in_content" in reply.faults else "") + (reply.content or "")
     calls = hermes_text(reply.calls)
     if "length_cut" in reply.faults and calls:
@@ -280,6 +301,24 @@ class FakeServer:
             return 400, {"error": {"message": "unknown prompt: render it with /apply-template first"}}
         return 200, {"content": model_text(self.raw_responder(chat)), "stop": True}
 
+    # vLLM's protocols: a prompt's tokens are its characters' code points here (a tokenizer that round-trips).
+
+    def tokenize(self, body: dict) -> dict:
+        """``/tokenize`` with messages: the chat template applied, as token ids."""
+        return {"tokens": [ord(c) for c in self.render(body)["prompt"]]}
+
+    def detokenize(self, body: dict) -> dict:
+        return {"prompt": "".join(map(chr, body.get("tokens") or []))}
+
+    def completions(self, body: dict) -> tuple[int, dict]:
+        """``/v1/completions`` with token ids: what the 'model' wrote for a prompt this server rendered."""
+        prompt = body.get("prompt")
+        status, answer = self.complete({**body, "prompt": "".join(map(chr, prompt)) if isinstance(prompt, list) else prompt})
+        if status != 200:
+            return status, answer
+        return 200, {"object": "text_completion", "choices": [{"index": 0, "text": answer["content"],
+                                                               "finish_reason": "stop"}]}
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -310,6 +349,12 @@ class FakeServer:
                     status, answer = 200, fake.render(body)
                 elif self.path == "/completion":
                     status, answer = fake.complete(body)
+                elif self.path == "/tokenize":
+                    status, answer = 200, fake.tokenize(body)
+                elif self.path == "/detokenize":
+                    status, answer = 200, fake.detokenize(body)
+                elif self.path == "/v1/completions":
+                    status, answer = fake.completions(body)
                 else:
                     status, answer = fake.answer(body)
                 if status == 200 and body.get("stream"):

@@ -17,7 +17,7 @@ from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
 from toolmatrix.registry import EvidenceSpec
-from toolmatrix.fake import FAULTS, FakeServer, Reply
+from toolmatrix.fake import FAULTS, FakeServer, Reply, model_wrote
 from toolmatrix.formats import get_family
 from toolmatrix.results import CheckResult, Record
 from toolmatrix.runner import EvidenceMode, Runner
@@ -155,6 +155,8 @@ BEHAVIOUR_ROWS = [
     ("named-ignored", "choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
     ("wrong-value", "single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
     ("unknown-tool", "single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
+    ("required-unknown-tool", "choice_required", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema",
+     "engine"),
     ("needless-call", "irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
     ("lost-call", "parallel", Reply(calls=PARIS), "expected_calls", "model"),
     ("result-ignored", "round_trip", Reply(calls=PARIS), "expected_content", "model", "It is sunny somewhere."),
@@ -292,3 +294,95 @@ def test_a_call_under_a_lazy_grammar_is_not_comparable_and_costs_no_generation(w
     assert record.evidence.raw_text is None and record.evidence.template.same  # the render is still compared
     assert len(witnessed.raw_requests) == before + 1  # the render only
     assert (record.blame, record.blamed_by) == ("model", "wire")
+
+
+# -- model faults: the same wrong text in the chat answer and in the raw completion, for every evidence protocol ---
+
+PARIS_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+# (id, what the model wrote for case "single", the first failing check): a correct engine answers each as the
+# model wrote it, so each is the model's, whatever evidence says and whichever protocol gives it.
+MODEL_FAULT_ROWS = [
+    ("omitted-argument", '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>', "arguments_schema"),
+    ("unknown-tool", PARIS_CALL.replace("get_weather", "get_wether"), "arguments_schema"),
+    ("prose", "I cannot look the weather up, sorry.", "expected_calls"),
+    ("bad-json", PARIS_CALL.replace("}}", "}"), "no_marker_leak"),
+    ("unclosed-block", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par', "no_marker_leak"),
+    ("wrong-key", PARIS_CALL.replace('"name"', '"function"'), "no_marker_leak"),
+    ("extra-call", PARIS_CALL + "\n" + PARIS_CALL, "expected_calls"),
+    ("call-in-thinking", f"<think>I should call it: {PARIS_CALL}</think>Let me look that up.", "no_unparsed_call"),
+]
+
+
+def evidence_protocols() -> dict[str, EvidenceSpec]:
+    """Every render + completion protocol the engine specs declare, unconstrained (the fake 'model' is not)."""
+    from toolmatrix.registry import load_registry
+
+    engines, _ = load_registry()
+    found = {(e.evidence.render, e.evidence.complete): e.evidence for e in engines.values()
+             if e.evidence.render and e.evidence.complete}
+    return {f"{render}+{complete}": attrs.evolve(spec, constrained=()) for (render, complete), spec in found.items()}
+
+
+PROTOCOLS = evidence_protocols()
+
+
+def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool) -> Record:
+    server.script.reply = reply
+    target = Target(server.base_url, "fake", timeout_s=5)
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    runner = Runner(make_client(target), "fake", get_family("hermes"), witness=witness,
+                    evidence_mode=EvidenceMode.FAILURES if evidence else EvidenceMode.OFF)
+    return runner.run(CASES[case_name], mode)
+
+
+def test_both_evidence_protocols_are_declared():
+    assert set(PROTOCOLS) == {"llamacpp_apply_template+llamacpp_completion", "vllm_tokenize+openai_completions"}
+
+
+@pytest.mark.parametrize(("text", "check"), [r[1:] for r in MODEL_FAULT_ROWS], ids=[r[0] for r in MODEL_FAULT_ROWS])
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("mode", BOTH)
+def test_evidence_keeps_the_models_own_mistakes_the_models(witnessed, protocol, text, check, mode):
+    reply = model_wrote(text)
+    record = run_protocol(witnessed, PROTOCOLS[protocol], "single", mode, reply, evidence=True)
+    assert record.evidence.status == "obtained" and record.evidence.raw_text == text, record.evidence
+    failed = first_failure(record)
+    assert (failed.name, record.blame, record.blamed_by) == (check, "model", "evidence"), failed
+    assert "[evidence: the model's own text" in failed.detail
+
+
+def test_an_unreadable_call_is_named_on_the_record(witnessed):
+    record = run_protocol(witnessed, PROTOCOLS["vllm_tokenize+openai_completions"], "single", "nonstream",
+                          model_wrote(PARIS_CALL.replace("}}", "}")), evidence=True)
+    assert "cannot be read: broken or truncated JSON" in first_failure(record).detail
+
+
+def test_evidence_blames_the_model_at_least_as_often_as_the_wire(witnessed):
+    """The share of model-fault exchanges blamed ``model``, with evidence on and off (printed for the note)."""
+    shares = {}
+    for evidence in (False, True):
+        blames = [run_protocol(witnessed, spec, "single", mode, model_wrote(text), evidence).blame
+                  for _, text, _ in MODEL_FAULT_ROWS for spec in PROTOCOLS.values() for mode in BOTH]
+        shares[evidence] = blames.count("model") / len(blames)
+    print(f"model faults blamed 'model': evidence off {shares[False]:.0%}, on {shares[True]:.0%}")
+    assert shares[True] == 1.0 and shares[True] >= shares[False]
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
+@pytest.mark.parametrize(("case_name", "text", "check"), [
+    ("choice_required", "I cannot look the weather up, sorry.", "tool_choice"),
+    ("choice_required", PARIS_CALL.replace("get_weather", "get_wether"), "arguments_schema"),
+    ("choice_named", PARIS_CALL, "tool_choice"),
+], ids=["required-prose", "required-unknown-tool", "named-other-tool"])
+def test_a_constrained_choice_the_engine_did_not_hold_is_the_engines(witnessed, engine, case_name, text, check):
+    """tool_choice required or named: the engine promises a call to an offered (the named) tool. Its raw
+    completion is not constrained, so no generation is asked (not comparable) and the wire rule names the engine,
+    whatever the model's unconstrained text would hold."""
+    from toolmatrix.registry import load_registry
+
+    spec = load_registry()[0][engine].evidence  # as declared: both constrain required and named
+    before = len(witnessed.raw_requests)
+    record = run_protocol(witnessed, spec, case_name, "nonstream", model_wrote(text), evidence=True)
+    assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "wire")
+    assert record.evidence.status == "not_comparable" and "tool_choice" in record.evidence.reason
+    assert not any("prompt" in r and "messages" not in r for r in witnessed.raw_requests[before:]), "no completion"
