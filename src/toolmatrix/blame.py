@@ -75,7 +75,8 @@ def model_answer(words: ModelWords, request: dict) -> Exchange:
 
 
 def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -> tuple[list[CheckResult], bool]:
-    """The checks with their blames decided by the evidence, and whether any content check was decided so.
+    """The checks with their blames decided by the evidence, and whether the first failing one (whose blame is
+    the record's) was decided so.
 
     The raw text rules: a marker the engine's answer shows is the engine's only where the raw text does not hold
     it, and a call the model did not finish or wrote unreadably is the model's whatever the reference parser's
@@ -89,11 +90,12 @@ def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -
     rendered_differently = evidence.template is not None and not evidence.template.same
     unreadable = words.parsed.errors
     out, decided = [], False
+    first = next((c for c in checks if c.failed), None)
     for check in checks:
         if not check.failed or check.name not in CONTENT_CHECKS:
             out.append(check)
             continue
-        decided = True
+        decided = decided or check is first
         malformed = bool(unreadable) and check.name in MALFORMED_CALL_CHECKS
         made_here = check.name == "no_marker_leak" and bool(engine_made)
         if (theirs[check.name].failed or malformed) and not made_here:

@@ -383,7 +383,8 @@ def check_finish_reason(ev: CheckInput) -> Finding:
 
 @check("TOOL_CHOICE_IGNORED")
 def check_tool_choice(ev: CheckInput) -> Finding:
-    """TOOL_CHOICE_IGNORED: none answered with a call, required with none, a named choice with another tool."""
+    """TOOL_CHOICE_IGNORED: none answered with a call, required with none (or with a tool not offered: the engine
+    holds the call to the offered tools, usually by a grammar), a named choice with another tool."""
     kind = ev.case.tool_choice_kind
     message = ev.message
     if kind in ("auto", "invalid") or message is None:
@@ -393,6 +394,8 @@ def check_tool_choice(ev: CheckInput) -> Finding:
         return failed(ENGINE, f"tool_choice none, got call(s) {names}")
     if kind == "required" and not names:
         return failed(ENGINE, f"tool_choice required, got no call (content {_short(message.content)})")
+    if kind == "required" and any(n not in ev.case.tool_names for n in names):
+        return failed(ENGINE, f"tool_choice required, got a call to a tool not offered: {names}")
     if kind == "named":
         wanted = ev.case.named_function
         if not names or any(n != wanted for n in names):
@@ -451,12 +454,7 @@ def check_arguments_schema(ev: CheckInput) -> Finding:
     for call in calls:
         schema = ev.case.tool_schema(call.name) if isinstance(call.name, str) else None
         if schema is None:
-            # Under tool_choice required or named the engine holds the call to the offered tools (a grammar):
-            # a call to another one broke its contract, whatever the model would have written unconstrained.
-            held = ev.case.tool_choice_kind in ("required", "named")
-            return failed(ENGINE if held else MODEL, f"called {_short(call.name)}, which is not an offered tool"
-                          + (f" (tool_choice {ev.case.tool_choice_kind}: the engine holds a call to the offered tools)"
-                             if held else ""))
+            return failed(MODEL, f"called {_short(call.name)}, which is not an offered tool")
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(call.parsed_arguments()))
         if error is not None:
             blame = ENGINE if _looks_double_encoded(error.instance, error.schema) else MODEL

@@ -280,16 +280,34 @@ class FakeServer:
             return 400, {"error": {"message": f"invalid tool_choice {body.get('tool_choice')!r}", "code": 400}}
         if "http_400" in reply.faults:
             return 400, {"error": {"message": "unsupported request", "code": 400}}
-        return 200, stream_chunks(reply) if body.get("stream") else completion_body(reply)
+        if body.get("stream"):
+            return 200, stream_chunks(reply)
+        return 200, self._same_generation(body, completion_body(reply))
 
-    def render(self, body: dict) -> dict:
-        """``/apply-template``: the prompt, rendered with ``template`` (the tools left out under render_differs)."""
+    def _same_generation(self, body: dict, answer: dict) -> dict:
+        """What the engine's answer tells of its own generation when asked: llama-server's ``__verbose`` (raw
+        text and prompt), vLLM's ``return_token_ids`` (token ids; here a character's code point is its id)."""
+        if not (body.get("verbose") or body.get("return_token_ids")):
+            return answer
+        chat = {k: v for k, v in body.items() if k not in ("verbose", "return_token_ids")}
+        text, prompt = model_text(self.raw_responder(chat)), self._prompt(chat)
+        if body.get("verbose"):
+            return {**answer, "__verbose": {"content": text, "prompt": prompt, "stop": True}}
+        choice = {**answer["choices"][0], "token_ids": [ord(c) for c in text]}
+        return {**answer, "choices": [choice], "prompt_token_ids": [ord(c) for c in prompt]}
+
+    def _prompt(self, body: dict) -> str:
+        """The prompt this engine builds: rendered with ``template`` (the tools left out under render_differs)."""
         from toolmatrix.evidence import reference_render
 
-        self.raw_requests.append(body)
         faults = self.raw_responder(body).faults
         shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in faults else body
-        prompt = reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
+        return reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
+
+    def render(self, body: dict) -> dict:
+        """``/apply-template``: the prompt this engine builds for a chat body."""
+        self.raw_requests.append(body)
+        prompt = self._prompt(body)
         self._rendered[prompt] = body
         return {"prompt": prompt}
 

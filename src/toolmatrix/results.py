@@ -144,6 +144,9 @@ class Evidence:
     raw_text: str | None = None  # the raw completion
     calls: list | None = None  # what the family's reference parser read in it: [{name, arguments}]
     template: TemplateFinding | None = None
+    # Where the raw text came from: "same_generation" (the chat answer itself told it), "regenerated" (a second,
+    # raw generation of the engine's render); None where none was had.
+    source: str | None = None
 
     @property
     def comparable(self) -> bool:

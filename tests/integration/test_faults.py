@@ -155,7 +155,7 @@ BEHAVIOUR_ROWS = [
     ("named-ignored", "choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
     ("wrong-value", "single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
     ("unknown-tool", "single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
-    ("required-unknown-tool", "choice_required", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema",
+    ("required-unknown-tool", "choice_required", Reply(calls=(("get_wether", {"city": "Paris"}),)), "tool_choice",
      "engine"),
     ("needless-call", "irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
     ("lost-call", "parallel", Reply(calls=PARIS), "expected_calls", "model"),
@@ -313,20 +313,32 @@ MODEL_FAULT_ROWS = [
 ]
 
 
-def evidence_protocols() -> dict[str, EvidenceSpec]:
-    """Every render + completion protocol the engine specs declare, unconstrained (the fake 'model' is not)."""
+def declared(engine: str) -> EvidenceSpec:
     from toolmatrix.registry import load_registry
 
-    engines, _ = load_registry()
-    found = {(e.evidence.render, e.evidence.complete): e.evidence for e in engines.values()
-             if e.evidence.render and e.evidence.complete}
-    return {f"{render}+{complete}": attrs.evolve(spec, constrained=()) for (render, complete), spec in found.items()}
+    return load_registry()[0][engine].evidence
+
+
+def evidence_protocols() -> dict[str, EvidenceSpec]:
+    """Every evidence protocol the engine specs declare: each engine's same-generation one (as declared) and its
+    second-generation fallback (unconstrained here: the fake 'model' is not)."""
+    from toolmatrix.registry import load_registry
+
+    protocols = {}
+    for engine in load_registry()[0].values():
+        spec = engine.evidence
+        if spec.same_generation:
+            protocols[spec.same_generation] = spec
+        if spec.render and spec.complete:
+            protocols[f"{spec.render}+{spec.complete}"] = attrs.evolve(spec, same_generation=None, constrained=())
+    return protocols
 
 
 PROTOCOLS = evidence_protocols()
+SAME_GENERATION = sorted(name for name, spec in PROTOCOLS.items() if spec.same_generation)
 
 
-def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool) -> Record:
+def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
     server.script.reply = reply
     target = Target(server.base_url, "fake", timeout_s=5)
     witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
@@ -335,8 +347,27 @@ def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: R
     return runner.run(CASES[case_name], mode)
 
 
-def test_both_evidence_protocols_are_declared():
-    assert set(PROTOCOLS) == {"llamacpp_apply_template+llamacpp_completion", "vllm_tokenize+openai_completions"}
+def test_every_evidence_protocol_is_declared():
+    assert set(PROTOCOLS) == {"llamacpp_verbose", "vllm_token_ids", "llamacpp_apply_template+llamacpp_completion",
+                              "vllm_tokenize+openai_completions"}
+
+
+@pytest.mark.parametrize(("fault", "case_name", "check", "wire_blame"), EVIDENCE_ROWS, ids=[r[0] for r in EVIDENCE_ROWS])
+@pytest.mark.parametrize("protocol", SAME_GENERATION)
+@pytest.mark.parametrize("mode", BOTH)
+def test_same_generation_evidence_blames_the_engine_that_changed_a_right_answer(witnessed, protocol, fault,
+                                                                                case_name, check, wire_blame, mode):
+    """As declared (llama-server's lazy grammar included): the answer itself tells the raw text, nothing else is
+    asked of the engine, and the grammar no longer makes a call not comparable."""
+    correct = CORRECT[case_name]
+    before = len(witnessed.raw_requests)
+    record = run_protocol(witnessed, PROTOCOLS[protocol], case_name, mode,
+                          Reply(correct.calls, correct.content, faults=frozenset({fault})))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "evidence")
+    assert (record.evidence.status, record.evidence.source) == ("obtained", "same_generation"), record.evidence
+    assert record.evidence.template.same and record.evidence.calls == [
+        {"name": n, "arguments": a} for n, a in correct.calls]
+    assert len(witnessed.raw_requests) == before, "no render, no second generation"
 
 
 @pytest.mark.parametrize(("text", "check"), [r[1:] for r in MODEL_FAULT_ROWS], ids=[r[0] for r in MODEL_FAULT_ROWS])
@@ -368,21 +399,39 @@ def test_evidence_blames_the_model_at_least_as_often_as_the_wire(witnessed):
     assert shares[True] == 1.0 and shares[True] >= shares[False]
 
 
-@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
-@pytest.mark.parametrize(("case_name", "text", "check"), [
-    ("choice_required", "I cannot look the weather up, sorry.", "tool_choice"),
-    ("choice_required", PARIS_CALL.replace("get_weather", "get_wether"), "arguments_schema"),
-    ("choice_named", PARIS_CALL, "tool_choice"),
-], ids=["required-prose", "required-unknown-tool", "named-other-tool"])
-def test_a_constrained_choice_the_engine_did_not_hold_is_the_engines(witnessed, engine, case_name, text, check):
-    """tool_choice required or named: the engine promises a call to an offered (the named) tool. Its raw
-    completion is not constrained, so no generation is asked (not comparable) and the wire rule names the engine,
-    whatever the model's unconstrained text would hold."""
-    from toolmatrix.registry import load_registry
+CONSTRAINED = [
+    ("choice_required", "I cannot look the weather up, sorry."),
+    ("choice_required", PARIS_CALL.replace("get_weather", "get_wether")),
+    ("choice_named", PARIS_CALL),
+]
 
-    spec = load_registry()[0][engine].evidence  # as declared: both constrain required and named
+
+@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
+@pytest.mark.parametrize(("case_name", "text"), CONSTRAINED, ids=["required-prose", "required-unknown-tool",
+                                                                  "named-other-tool"])
+def test_a_constrained_choice_the_engine_did_not_hold_is_the_engines(witnessed, engine, case_name, text):
+    """tool_choice required or named: the engine promises a call to an offered (the named) tool. With the same
+    generation the raw text is the constrained generation itself, and still the engine's: it did not hold it.
+    With a second generation the raw completion would not be constrained: none is asked (not comparable)."""
+    record = run_protocol(witnessed, declared(engine), case_name, "nonstream", model_wrote(text))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("tool_choice", "engine", "wire")
+    assert (record.evidence.status, record.evidence.source, record.evidence.raw_text) == (
+        "obtained", "same_generation", text)
     before = len(witnessed.raw_requests)
-    record = run_protocol(witnessed, spec, case_name, "nonstream", model_wrote(text), evidence=True)
-    assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "wire")
+    record = run_protocol(witnessed, attrs.evolve(declared(engine), same_generation=None), case_name, "nonstream",
+                          model_wrote(text))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("tool_choice", "engine", "wire")
     assert record.evidence.status == "not_comparable" and "tool_choice" in record.evidence.reason
     assert not any("prompt" in r and "messages" not in r for r in witnessed.raw_requests[before:]), "no completion"
+
+
+def test_an_answer_that_does_not_tell_falls_back_to_a_second_generation(witnessed):
+    """A server without the same-generation field (an older build) still gives evidence, and says why."""
+    spec = attrs.evolve(declared("vllm"), same_generation="llamacpp_verbose", constrained=())  # vLLM-style fake: no __verbose
+    witnessed.script.reply = Reply(calls=WRONG_CITY)
+    target = Target(witnessed.base_url, "fake", timeout_s=5)
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(
+        CASES["single"], "stream")  # a stream: the reference's request carried the field, not the stream's
+    assert record.request.get("verbose") is None and record.evidence.source is not None
+    assert record.evidence.status == "obtained"
