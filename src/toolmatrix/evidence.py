@@ -279,7 +279,7 @@ class Witness:
             template, note = self._template(prompt, chat)
             digest = hashlib.sha256(prompt.encode()).hexdigest()
         parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
-        return Evidence(EvidenceStatus.OBTAINED, note, f"{self.spec.same_generation} (same generation)", digest,
+        return Evidence(EvidenceStatus.OBTAINED, note, self.spec.same_generation, digest,
                         raw, [{"name": c.name, "arguments": c.arguments} for c in parsed.calls], template,
                         source="same_generation")
 

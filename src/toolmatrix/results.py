@@ -152,6 +152,15 @@ class Evidence:
     def comparable(self) -> bool:
         return self.status is EvidenceStatus.OBTAINED
 
+    @property
+    def label(self) -> str:
+        return evidence_label(self.status.value, self.source)
+
+
+def evidence_label(status: str, source: str | None) -> str:
+    """Evidence's status, with where the raw text came from when it was had: ``obtained (same generation)``."""
+    return f"{status} ({source.replace('_', ' ')})" if source else status
+
 
 @attrs.frozen
 class Cut:
@@ -234,14 +243,14 @@ class Posted(NamedTuple):
     verdict: str
     blame: str | None
     conformant: bool | None
-    evidence: str | None = None  # its status, where asked
+    evidence: str | None = None  # its status (and source), where asked
     wire_blame: str | None = None  # where evidence decided the blame: the wire rules' own
 
     @classmethod
     def of(cls, record: Record) -> Posted:
         return cls(record.encode(), record.category, record.mode, record.verdict.value,
                    record.blame.value if record.blame else None, record.outcome.conformant,
-                   record.evidence.status.value if record.evidence else None,
+                   record.evidence.label if record.evidence else None,
                    record.wire_blame.value if record.wire_blame else None)
 
 
