@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -35,11 +36,11 @@ from toolmatrix.results import read_records
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(args: list[str], cwd: Path) -> tuple[float, str]:
+def run_suite(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(ROOT), "-c",
            str(ROOT / "pyproject.toml"), *args]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         raise SystemExit(f"suite failed to run (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

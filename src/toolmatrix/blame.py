@@ -19,23 +19,55 @@ from toolmatrix.formats import Family, ParseResult
 from toolmatrix.results import Blame, CheckResult, Evidence
 
 # The checks that judge what the answer says, and so can be asked of the model's own words.
-CONTENT_CHECKS = frozenset({"arguments_json", "no_marker_leak", "ascii_escaping", "arguments_schema", "expected_calls"})
+CONTENT_CHECKS = frozenset({"arguments_json", "no_marker_leak", "no_unparsed_call", "ascii_escaping",
+                            "arguments_schema", "expected_calls"})
 # What a call the model did not finish, or wrote unreadably, fails in an answer: its own words fail these too.
-MALFORMED_CALL_CHECKS = frozenset({"arguments_json", "no_marker_leak"})
+MALFORMED_CALL_CHECKS = frozenset({"arguments_json", "no_marker_leak", "no_unparsed_call", "expected_calls"})
 
 
-def model_answer(parsed: ParseResult, family: Family, request: dict) -> Exchange:
+@attrs.frozen
+class ModelWords:
+    """The model's raw text read as an engine should read it: its reasoning block split off first (a call
+    written inside the thinking is no call), then the calls parsed from the rest."""
+
+    reasoning: str | None
+    parsed: ParseResult
+
+    @classmethod
+    def read(cls, raw: str, family: Family, tools: list) -> ModelWords:
+        reasoning, rest = split_reasoning(raw, family.reasoning_markers)
+        return cls(reasoning, family.parse(rest, tools))
+
+
+def split_reasoning(text: str, markers: tuple[str, ...]) -> tuple[str | None, str]:
+    """(reasoning, the rest) for a family whose reasoning is one ``open ... close`` block. A text with the close
+    but no open (the template opened it in the prompt, as Qwen3's and DeepSeek R1's do) reasons up to the close;
+    an open never closed reasons to the end."""
+    if len(markers) != 2:
+        return None, text
+    opener, closer = markers
+    before, opened, after = text.partition(opener)
+    if not opened:
+        if closer not in text:
+            return None, text
+        before, after = "", text
+    thought, closed, rest = after.partition(closer)
+    if not closed:
+        return thought, before
+    return thought, before + rest
+
+
+def model_answer(words: ModelWords, request: dict) -> Exchange:
     """The model's own words as a non-streamed chat answer: its calls as parsed (an unreadable call keeps its raw
-    text as arguments), the rest of its text as content, less the reasoning tags an engine is there to split off."""
+    text as arguments), the rest of its text as content, its reasoning as ``reasoning_content``."""
     calls = [
         {"id": f"model_{n}", "type": "function",
          "function": {"name": c.name, "arguments": c.raw if c.arguments is None else json.dumps(c.arguments)}}
-        for n, c in enumerate(parsed.calls)
+        for n, c in enumerate(words.parsed.calls)
     ]
-    content = parsed.content
-    for marker in family.reasoning_markers:
-        content = content.replace(marker, "")
-    message: dict = {"role": "assistant", "content": content or None}
+    message: dict = {"role": "assistant", "content": words.parsed.content or None}
+    if words.reasoning is not None:
+        message["reasoning_content"] = words.reasoning
     if calls:
         message["tool_calls"] = calls
     body = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}]}
@@ -43,26 +75,33 @@ def model_answer(parsed: ParseResult, family: Family, request: dict) -> Exchange
 
 
 def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -> tuple[list[CheckResult], bool]:
-    """The checks with their blames decided by the evidence, and whether any content check was decided so."""
-    parsed = inputs.family.parse(evidence.raw_text or "", list(inputs.case.tools))
-    said = model_answer(parsed, inputs.family, inputs.exchange.request)
-    own = CheckInput(inputs.case, said, inputs.family, inputs.expect)
+    """The checks with their blames decided by the evidence, and whether the first failing one (whose blame is
+    the record's) was decided so.
+
+    The raw text rules: a marker the engine's answer shows is the engine's only where the raw text does not hold
+    it, and a call the model did not finish or wrote unreadably is the model's whatever the reference parser's
+    reconstruction (which leaves such a call out) would pass."""
+    raw = evidence.raw_text or ""
+    words = ModelWords.read(raw, inputs.family, list(inputs.case.tools))
+    own = CheckInput(inputs.case, model_answer(words, inputs.exchange.request), inputs.family, inputs.expect)
     theirs = {r.name: r for r in run_checks(own)}
-    # A marker the engine's answer leaks that the model's own text does not is the engine's, whatever else leaks.
-    engine_made = {m for _, m in leaked_markers(inputs)} - {m for _, m in leaked_markers(own)}
+    # A marker the engine's answer leaks that the model's own text does not hold is the engine's doing.
+    engine_made = {m for _, m in leaked_markers(inputs) if m not in raw}
     rendered_differently = evidence.template is not None and not evidence.template.same
+    unreadable = words.parsed.errors
     out, decided = [], False
+    first = next((c for c in checks if c.failed), None)
     for check in checks:
         if not check.failed or check.name not in CONTENT_CHECKS:
             out.append(check)
             continue
-        decided = True
-        malformed = bool(parsed.errors) and check.name in MALFORMED_CALL_CHECKS
+        decided = decided or check is first
+        malformed = bool(unreadable) and check.name in MALFORMED_CALL_CHECKS
         made_here = check.name == "no_marker_leak" and bool(engine_made)
         if (theirs[check.name].failed or malformed) and not made_here:
             blame = Blame.TEMPLATE if rendered_differently else Blame.MODEL
-            why = ("the model's own text holds a call it did not finish or that cannot be read" if malformed else
-                   "the model's own text fails the same way")
+            why = (f"the model's own text holds a call it did not finish or that cannot be read: {unreadable[0]}"
+                   if malformed else "the model's own text fails the same way")
             if rendered_differently:
                 why += ", and the engine rendered its prompt differently from the reference template"
         elif made_here:

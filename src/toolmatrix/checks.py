@@ -383,7 +383,8 @@ def check_finish_reason(ev: CheckInput) -> Finding:
 
 @check("TOOL_CHOICE_IGNORED")
 def check_tool_choice(ev: CheckInput) -> Finding:
-    """TOOL_CHOICE_IGNORED: none answered with a call, required with none, a named choice with another tool."""
+    """TOOL_CHOICE_IGNORED: none answered with a call, required with none (or with a tool not offered: the engine
+    holds the call to the offered tools, usually by a grammar), a named choice with another tool."""
     kind = ev.case.tool_choice_kind
     message = ev.message
     if kind in ("auto", "invalid") or message is None:
@@ -393,6 +394,8 @@ def check_tool_choice(ev: CheckInput) -> Finding:
         return failed(ENGINE, f"tool_choice none, got call(s) {names}")
     if kind == "required" and not names:
         return failed(ENGINE, f"tool_choice required, got no call (content {_short(message.content)})")
+    if kind == "required" and any(n not in ev.case.tool_names for n in names):
+        return failed(ENGINE, f"tool_choice required, got a call to a tool not offered: {names}")
     if kind == "named":
         wanted = ev.case.named_function
         if not names or any(n != wanted for n in names):

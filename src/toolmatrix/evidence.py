@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from toolmatrix.blame import ModelWords
 from toolmatrix.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.client import HTTPError, HttpClient
@@ -138,6 +139,40 @@ COMPLETERS: dict[str, Callable[[HttpClient, str, str | list[int], dict], str]] =
 }
 
 
+# -- same-generation protocols: the non-streamed chat answer itself -> the raw text and the prompt ---------------
+
+
+def _llamacpp_verbose(http: HttpClient, answer: Any) -> tuple[str, str | None]:
+    """llama-server's ``__verbose`` on a non-streamed answer (``"verbose": true`` in the request asks for it, no
+    server flag and so no log noise): ``content`` is the text generated before the chat parser read it, under the
+    answer's own grammar; ``prompt`` the prompt that was completed, special tokens written out."""
+    verbose = _field(answer, "__verbose")
+    return _text(_field(verbose, "content")), _text(_field(verbose, "prompt"))
+
+
+def _vllm_token_ids(http: HttpClient, answer: Any) -> tuple[str, str | None]:
+    """vLLM's ``return_token_ids``: this answer's generated and prompt token ids, read back as text by
+    ``/detokenize`` (the tokenizer's decode, special tokens kept)."""
+    model = answer.get("model") if isinstance(answer, dict) else None
+    tokens = _field(answer, "choices", 0, "token_ids")
+    raw = _field(_post(http, "/detokenize", {"model": model, "tokens": tokens}), "prompt")
+    prompt_ids = answer.get("prompt_token_ids")
+    prompt = _field(_post(http, "/detokenize", {"model": model, "tokens": prompt_ids}), "prompt") if prompt_ids else None
+    return _text(raw), prompt if prompt is None else _text(prompt)
+
+
+@attrs.frozen
+class SameGeneration:
+    fields: Mapping[str, Any]  # added to the non-streamed chat request (streams are sent as a user sends them)
+    read: Callable[[HttpClient, Any], tuple[str, str | None]]  # its answer -> (raw text, the prompt or None)
+
+
+SAME_GENERATION: dict[str, SameGeneration] = {
+    "llamacpp_verbose": SameGeneration({"verbose": True}, _llamacpp_verbose),
+    "vllm_token_ids": SameGeneration({"return_token_ids": True}, _vllm_token_ids),
+}
+
+
 # -- the reference render ------------------------------------------------------------------------------------------
 
 
@@ -210,23 +245,54 @@ class Witness:
     template: tuple[str, str] | None = None  # (where it came from, the reference template's text)
     special_tokens: Mapping[str, str] = attrs.field(factory=dict)  # what the template reads: bos_token, ...
 
-    def obtain(self, case: Case, body: dict, answer: Message | None) -> Evidence:
-        """The model's own words for ``body`` (whose chat answer was ``answer``). Never raises on what the engine
-        says: a failed request is ``unavailable`` with the reason. The render is always asked (it is cheap, and
-        compared with the reference template); the raw completion, a whole generation, only where it could be
-        compared with the chat answer (else ``not_comparable``)."""
+    @property
+    def request_fields(self) -> Mapping[str, Any]:
+        """What the non-streamed chat request carries so that its answer tells the model's raw text."""
+        same = SAME_GENERATION.get(self.spec.same_generation or "")
+        return same.fields if same else {}
+
+    def obtain(self, case: Case, body: dict, answer: Message | None, generated: Any = None) -> Evidence:
+        """The model's own words for ``body`` (whose chat answer was ``answer``; ``generated``: the non-streamed
+        answer's body, which a same-generation protocol reads). Never raises on what the engine says: a failed
+        request is ``unavailable`` with the reason. Same generation first; else the render is asked (it is cheap,
+        and compared with the reference template) and the raw completion, a whole generation, only where it could
+        be compared with the chat answer (else ``not_comparable``)."""
         spec = self.spec
+        chat = {k: v for k, v in body.items() if k != "stream" and k not in self.request_fields}
+        missed = ""
+        if spec.same_generation and generated is not None:
+            try:
+                return self._same_generation(case, chat, generated)
+            except EvidenceError as exc:
+                missed = f"the answer did not tell its own raw text ({spec.same_generation}: {exc}); "
         if spec.render is None or spec.complete is None:
-            return Evidence(EvidenceStatus.UNAVAILABLE, spec.unavailable or "no render or completion protocol")
+            return Evidence(EvidenceStatus.UNAVAILABLE,
+                            missed + (spec.unavailable or "no render or completion protocol"))
+        found = self._regenerated(case, chat, answer)
+        return attrs.evolve(found, reason=missed + found.reason) if missed else found
+
+    def _same_generation(self, case: Case, chat: dict, generated: Any) -> Evidence:
+        raw, prompt = SAME_GENERATION[self.spec.same_generation].read(self.http, generated)
+        if prompt is None:
+            template, note, digest = None, "template not compared: the answer did not tell its prompt", None
+        else:
+            template, note = self._template(prompt, chat)
+            digest = hashlib.sha256(prompt.encode()).hexdigest()
+        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
+        return Evidence(EvidenceStatus.OBTAINED, note, self.spec.same_generation, digest,
+                        raw, [{"name": c.name, "arguments": c.arguments} for c in parsed.calls], template,
+                        source="same_generation")
+
+    def _regenerated(self, case: Case, chat: dict, answer: Message | None) -> Evidence:
+        spec = self.spec
         method = f"{spec.render} + {spec.complete}"
-        chat = {k: v for k, v in body.items() if k != "stream"}
         try:
             rendered = RENDERERS[spec.render](self.http, chat)
         except EvidenceError as exc:
             return Evidence(EvidenceStatus.UNAVAILABLE, f"the engine did not tell: {exc}", method)
         template, note = self._template(rendered.text, chat)  # a render is cheap: compared in every case
         found = Evidence(EvidenceStatus.OBTAINED, note, method, hashlib.sha256(rendered.text.encode()).hexdigest(),
-                         template=template)
+                         template=template, source="regenerated")
         why = constraint(spec, case)
         if why is None and "calls" in spec.constrained and answer is not None and (
                 answer.tool_calls or any(o in (answer.content or "") for o in self.family.call_openers)):
@@ -235,11 +301,11 @@ class Witness:
         if why:  # no raw completion: it would cost a whole generation and could not be compared
             return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why)
         try:
-            raw = COMPLETERS[spec.complete](self.http, str(body.get("model")), rendered.prompt,
-                                            {**sampling(body), **spec.completion_options})
+            raw = COMPLETERS[spec.complete](self.http, str(chat.get("model")), rendered.prompt,
+                                            {**sampling(chat), **spec.completion_options})
         except EvidenceError as exc:
             return attrs.evolve(found, status=EvidenceStatus.UNAVAILABLE, reason=f"the engine did not tell: {exc}")
-        parsed = self.family.parse(raw, list(case.tools))
+        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
         calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
         found = attrs.evolve(found, raw_text=raw, calls=calls)
         if "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):

@@ -19,6 +19,9 @@ from typing import Any, Callable
 
 import attrs
 
+from toolmatrix.blame import ModelWords, split_reasoning
+from toolmatrix.formats import get_family
+
 FAULTS = {
     "http_500": "answer HTTP 500 (crash on tools)",
     "http_400": "answer HTTP 400 to a valid request",
@@ -66,6 +69,7 @@ class Reply:
     content: str | None = None
     reasoning: str | None = None
     faults: frozenset[str] = frozenset()
+    text: str | None = None  # the model's raw text, where it is the point (see ``model_wrote``)
 
     def __attrs_post_init__(self) -> None:
         unknown = set(self.faults) - set(FAULTS)
@@ -74,6 +78,21 @@ class Reply:
 
 
 Responder = Callable[[dict], Reply]
+
+
+def model_wrote(text: str) -> Reply:
+    """The answer of a correct engine to a model that wrote ``text`` in the Hermes format: the reasoning block split
+    off, the calls parsed from the rest; a call it cannot read leaves the text (less the reasoning) as content, as
+    vLLM's and llama.cpp's Hermes parsers do. The raw completion gives ``text`` back unchanged."""
+    family = get_family("hermes")
+    words = ModelWords.read(text, family, [])
+    if words.parsed.errors:
+        rest = split_reasoning(text, family.reasoning_markers)[1]
+        return Reply(content=rest.strip() or None, reasoning=words.reasoning, text=text)
+    calls = tuple((c.name, c.arguments) for c in words.parsed.calls)
+    return Reply(calls=calls, content=words.parsed.content or None, reasoning=words.reasoning, text=text)
+
+
 THOUGHT = "The user wants an answer."
 
 
@@ -151,6 +170,8 @@ def _message_parts(reply: Reply, stream: bool) -> tuple[str | None, str | None, 
 def model_text(reply: Reply) -> str:
     """What the fake 'model' wrote before any engine touched it: its reasoning, its text, its calls in the Hermes
     format; a model cut by max_tokens (length_cut) wrote a truncated last call."""
+    if reply.text is not None:
+        return reply.text
     text = (f"<think>{THOUGHT}</think>" if "think_in_content" in reply.faults else "") + (reply.content or "")
     calls = hermes_text(reply.calls)
     if "length_cut" in reply.faults and calls:
@@ -259,16 +280,34 @@ class FakeServer:
             return 400, {"error": {"message": f"invalid tool_choice {body.get('tool_choice')!r}", "code": 400}}
         if "http_400" in reply.faults:
             return 400, {"error": {"message": "unsupported request", "code": 400}}
-        return 200, stream_chunks(reply) if body.get("stream") else completion_body(reply)
+        if body.get("stream"):
+            return 200, stream_chunks(reply)
+        return 200, self._same_generation(body, completion_body(reply))
 
-    def render(self, body: dict) -> dict:
-        """``/apply-template``: the prompt, rendered with ``template`` (the tools left out under render_differs)."""
+    def _same_generation(self, body: dict, answer: dict) -> dict:
+        """What the engine's answer tells of its own generation when asked: llama-server's ``__verbose`` (raw
+        text and prompt), vLLM's ``return_token_ids`` (token ids; here a character's code point is its id)."""
+        if not (body.get("verbose") or body.get("return_token_ids")):
+            return answer
+        chat = {k: v for k, v in body.items() if k not in ("verbose", "return_token_ids")}
+        text, prompt = model_text(self.raw_responder(chat)), self._prompt(chat)
+        if body.get("verbose"):
+            return {**answer, "__verbose": {"content": text, "prompt": prompt, "stop": True}}
+        choice = {**answer["choices"][0], "token_ids": [ord(c) for c in text]}
+        return {**answer, "choices": [choice], "prompt_token_ids": [ord(c) for c in prompt]}
+
+    def _prompt(self, body: dict) -> str:
+        """The prompt this engine builds: rendered with ``template`` (the tools left out under render_differs)."""
         from toolmatrix.evidence import reference_render
 
-        self.raw_requests.append(body)
         faults = self.raw_responder(body).faults
         shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in faults else body
-        prompt = reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
+        return reference_render(self.template, shown) if self.template else json.dumps(shown["messages"])
+
+    def render(self, body: dict) -> dict:
+        """``/apply-template``: the prompt this engine builds for a chat body."""
+        self.raw_requests.append(body)
+        prompt = self._prompt(body)
         self._rendered[prompt] = body
         return {"prompt": prompt}
 
@@ -279,6 +318,24 @@ class FakeServer:
         if chat is None:
             return 400, {"error": {"message": "unknown prompt: render it with /apply-template first"}}
         return 200, {"content": model_text(self.raw_responder(chat)), "stop": True}
+
+    # vLLM's protocols: a prompt's tokens are its characters' code points here (a tokenizer that round-trips).
+
+    def tokenize(self, body: dict) -> dict:
+        """``/tokenize`` with messages: the chat template applied, as token ids."""
+        return {"tokens": [ord(c) for c in self.render(body)["prompt"]]}
+
+    def detokenize(self, body: dict) -> dict:
+        return {"prompt": "".join(map(chr, body.get("tokens") or []))}
+
+    def completions(self, body: dict) -> tuple[int, dict]:
+        """``/v1/completions`` with token ids: what the 'model' wrote for a prompt this server rendered."""
+        prompt = body.get("prompt")
+        status, answer = self.complete({**body, "prompt": "".join(map(chr, prompt)) if isinstance(prompt, list) else prompt})
+        if status != 200:
+            return status, answer
+        return 200, {"object": "text_completion", "choices": [{"index": 0, "text": answer["content"],
+                                                               "finish_reason": "stop"}]}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -310,6 +367,12 @@ class FakeServer:
                     status, answer = 200, fake.render(body)
                 elif self.path == "/completion":
                     status, answer = fake.complete(body)
+                elif self.path == "/tokenize":
+                    status, answer = 200, fake.tokenize(body)
+                elif self.path == "/detokenize":
+                    status, answer = 200, fake.detokenize(body)
+                elif self.path == "/v1/completions":
+                    status, answer = fake.completions(body)
                 else:
                     status, answer = fake.answer(body)
                 if status == 200 and body.get("stream"):

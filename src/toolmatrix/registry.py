@@ -163,13 +163,17 @@ class EvidenceSpec:
     # "calls" (a lazy grammar from the first call opener on), "required", "named" (tool_choice), "strict".
     constrained: tuple[str, ...] = ()
     completion_options: Mapping[str, Any] = attrs.field(factory=dict)  # extra fields for the raw completion
+    # A same-generation protocol: the non-streamed chat answer itself tells the raw text (preferred: no second
+    # generation, and the answer's own grammar and sampling); render + complete remain the fallback.
+    same_generation: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> EvidenceSpec:
         if not data:
             return cls(unavailable="the engine spec declares no way to ask it for the model's raw text")
         return cls(data.get("render"), data.get("complete"), data.get("unavailable"),
-                   tuple(data.get("constrained", ())), dict(data.get("completion_options", {})))
+                   tuple(data.get("constrained", ())), dict(data.get("completion_options", {})),
+                   data.get("same_generation"))
 
 
 @attrs.frozen(kw_only=True)

@@ -144,10 +144,22 @@ class Evidence:
     raw_text: str | None = None  # the raw completion
     calls: list | None = None  # what the family's reference parser read in it: [{name, arguments}]
     template: TemplateFinding | None = None
+    # Where the raw text came from: "same_generation" (the chat answer itself told it), "regenerated" (a second,
+    # raw generation of the engine's render); None where none was had.
+    source: str | None = None
 
     @property
     def comparable(self) -> bool:
         return self.status is EvidenceStatus.OBTAINED
+
+    @property
+    def label(self) -> str:
+        return evidence_label(self.status.value, self.source)
+
+
+def evidence_label(status: str, source: str | None) -> str:
+    """Evidence's status, with where the raw text came from when it was had: ``obtained (same generation)``."""
+    return f"{status} ({source.replace('_', ' ')})" if source else status
 
 
 @attrs.frozen
@@ -251,14 +263,14 @@ class Posted(NamedTuple):
     verdict: str
     blame: str | None
     conformant: bool | None
-    evidence: str | None = None  # its status, where asked
+    evidence: str | None = None  # its status (and source), where asked
     wire_blame: str | None = None  # where evidence decided the blame: the wire rules' own
 
     @classmethod
     def of(cls, record: Record) -> Posted:
         return cls(record.encode(), record.category, record.mode, record.verdict.value,
                    record.blame.value if record.blame else None, record.outcome.conformant,
-                   record.evidence.status.value if record.evidence else None,
+                   record.evidence.label if record.evidence else None,
                    record.wire_blame.value if record.wire_blame else None)
 
 

@@ -151,10 +151,16 @@ class Runner:
         kept = self.references.pop(case.id, None)
         if kept is not None:
             return kept
-        answer = self.client.send(body, "nonstream")
+        answer = self.client.send({**body, **self._same_generation_fields}, "nonstream")
         if case.id in self.paired:
             self.references[case.id] = answer
         return answer
+
+    @property
+    def _same_generation_fields(self) -> Mapping[str, Any]:
+        if self.witness is None or self.evidence_mode is EvidenceMode.OFF:
+            return {}
+        return self.witness.request_fields
 
     def _judge(self, case: Case, mode: Mode, body: dict, exchange: Exchange, reference: Exchange | None) -> Record:
         inputs = CheckInput(case, exchange, self.family, case.expect, reference)
@@ -169,7 +175,8 @@ class Runner:
         decision = judge(checks, self.unsupported, case.features)
         evidence, blamed_by, wire_blame = None, None, None
         if self._wants_evidence(decision.verdict):
-            evidence = self._evidence(case, body, message)
+            generated = (exchange if mode == "nonstream" else reference).response  # the one the evidence reads
+            evidence = self._evidence(case, body, message, generated)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
                 wire_blame = decision.blame if decided else None
@@ -189,9 +196,9 @@ class Runner:
             return False
         return self.evidence_mode is EvidenceMode.ALL or verdict is not Verdict.PASS
 
-    def _evidence(self, case: Case, body: dict, answer: Message | None) -> Evidence:
+    def _evidence(self, case: Case, body: dict, answer: Message | None, generated: Any) -> Evidence:
         if case.id not in self.evidence:
-            self.evidence[case.id] = self.witness.obtain(case, body, answer)
+            self.evidence[case.id] = self.witness.obtain(case, body, answer, generated)
         return self.evidence[case.id]
 
     def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:

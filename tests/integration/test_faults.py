@@ -17,7 +17,7 @@ from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
 from toolmatrix.registry import EvidenceSpec
-from toolmatrix.fake import FAULTS, FakeServer, Reply
+from toolmatrix.fake import FAULTS, FakeServer, Reply, model_wrote
 from toolmatrix.formats import get_family
 from toolmatrix.results import CheckResult, Record
 from toolmatrix.runner import EvidenceMode, Runner
@@ -155,6 +155,8 @@ BEHAVIOUR_ROWS = [
     ("named-ignored", "choice_named", Reply(calls=PARIS), "tool_choice", "engine"),
     ("wrong-value", "single", Reply(calls=(("get_weather", {"city": "Lyon"}),)), "expected_calls", "model"),
     ("unknown-tool", "single", Reply(calls=(("get_wether", {"city": "Paris"}),)), "arguments_schema", "model"),
+    ("required-unknown-tool", "choice_required", Reply(calls=(("get_wether", {"city": "Paris"}),)), "tool_choice",
+     "engine"),
     ("needless-call", "irrelevant", Reply(calls=PARIS), "expected_calls", "model"),
     ("lost-call", "parallel", Reply(calls=PARIS), "expected_calls", "model"),
     ("result-ignored", "round_trip", Reply(calls=PARIS), "expected_content", "model", "It is sunny somewhere."),
@@ -292,3 +294,144 @@ def test_a_call_under_a_lazy_grammar_is_not_comparable_and_costs_no_generation(w
     assert record.evidence.raw_text is None and record.evidence.template.same  # the render is still compared
     assert len(witnessed.raw_requests) == before + 1  # the render only
     assert (record.blame, record.blamed_by) == ("model", "wire")
+
+
+# -- model faults: the same wrong text in the chat answer and in the raw completion, for every evidence protocol ---
+
+PARIS_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+# (id, what the model wrote for case "single", the first failing check): a correct engine answers each as the
+# model wrote it, so each is the model's, whatever evidence says and whichever protocol gives it.
+MODEL_FAULT_ROWS = [
+    ("omitted-argument", '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>', "arguments_schema"),
+    ("unknown-tool", PARIS_CALL.replace("get_weather", "get_wether"), "arguments_schema"),
+    ("prose", "I cannot look the weather up, sorry.", "expected_calls"),
+    ("bad-json", PARIS_CALL.replace("}}", "}"), "no_marker_leak"),
+    ("unclosed-block", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par', "no_marker_leak"),
+    ("wrong-key", PARIS_CALL.replace('"name"', '"function"'), "no_marker_leak"),
+    ("extra-call", PARIS_CALL + "\n" + PARIS_CALL, "expected_calls"),
+    ("call-in-thinking", f"<think>I should call it: {PARIS_CALL}</think>Let me look that up.", "no_unparsed_call"),
+]
+
+
+def declared(engine: str) -> EvidenceSpec:
+    from toolmatrix.registry import load_registry
+
+    return load_registry()[0][engine].evidence
+
+
+def evidence_protocols() -> dict[str, EvidenceSpec]:
+    """Every evidence protocol the engine specs declare: each engine's same-generation one (as declared) and its
+    second-generation fallback (unconstrained here: the fake 'model' is not)."""
+    from toolmatrix.registry import load_registry
+
+    protocols = {}
+    for engine in load_registry()[0].values():
+        spec = engine.evidence
+        if spec.same_generation:
+            protocols[spec.same_generation] = spec
+        if spec.render and spec.complete:
+            protocols[f"{spec.render}+{spec.complete}"] = attrs.evolve(spec, same_generation=None, constrained=())
+    return protocols
+
+
+PROTOCOLS = evidence_protocols()
+SAME_GENERATION = sorted(name for name, spec in PROTOCOLS.items() if spec.same_generation)
+
+
+def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
+    server.script.reply = reply
+    target = Target(server.base_url, "fake", timeout_s=5)
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    runner = Runner(make_client(target), "fake", get_family("hermes"), witness=witness,
+                    evidence_mode=EvidenceMode.FAILURES if evidence else EvidenceMode.OFF)
+    return runner.run(CASES[case_name], mode)
+
+
+def test_every_evidence_protocol_is_declared():
+    assert set(PROTOCOLS) == {"llamacpp_verbose", "vllm_token_ids", "llamacpp_apply_template+llamacpp_completion",
+                              "vllm_tokenize+openai_completions"}
+
+
+@pytest.mark.parametrize(("fault", "case_name", "check", "wire_blame"), EVIDENCE_ROWS, ids=[r[0] for r in EVIDENCE_ROWS])
+@pytest.mark.parametrize("protocol", SAME_GENERATION)
+@pytest.mark.parametrize("mode", BOTH)
+def test_same_generation_evidence_blames_the_engine_that_changed_a_right_answer(witnessed, protocol, fault,
+                                                                                case_name, check, wire_blame, mode):
+    """As declared (llama-server's lazy grammar included): the answer itself tells the raw text, nothing else is
+    asked of the engine, and the grammar no longer makes a call not comparable."""
+    correct = CORRECT[case_name]
+    before = len(witnessed.raw_requests)
+    record = run_protocol(witnessed, PROTOCOLS[protocol], case_name, mode,
+                          Reply(correct.calls, correct.content, faults=frozenset({fault})))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == (check, "engine", "evidence")
+    assert (record.evidence.status, record.evidence.source) == ("obtained", "same_generation"), record.evidence
+    assert record.evidence.template.same and record.evidence.calls == [
+        {"name": n, "arguments": a} for n, a in correct.calls]
+    assert len(witnessed.raw_requests) == before, "no render, no second generation"
+
+
+@pytest.mark.parametrize(("text", "check"), [r[1:] for r in MODEL_FAULT_ROWS], ids=[r[0] for r in MODEL_FAULT_ROWS])
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+@pytest.mark.parametrize("mode", BOTH)
+def test_evidence_keeps_the_models_own_mistakes_the_models(witnessed, protocol, text, check, mode):
+    reply = model_wrote(text)
+    record = run_protocol(witnessed, PROTOCOLS[protocol], "single", mode, reply, evidence=True)
+    assert record.evidence.status == "obtained" and record.evidence.raw_text == text, record.evidence
+    failed = first_failure(record)
+    assert (failed.name, record.blame, record.blamed_by) == (check, "model", "evidence"), failed
+    assert "[evidence: the model's own text" in failed.detail
+
+
+def test_an_unreadable_call_is_named_on_the_record(witnessed):
+    record = run_protocol(witnessed, PROTOCOLS["vllm_tokenize+openai_completions"], "single", "nonstream",
+                          model_wrote(PARIS_CALL.replace("}}", "}")), evidence=True)
+    assert "cannot be read: broken or truncated JSON" in first_failure(record).detail
+
+
+def test_evidence_blames_the_model_at_least_as_often_as_the_wire(witnessed):
+    """The share of model-fault exchanges blamed ``model``, with evidence on and off (printed for the note)."""
+    shares = {}
+    for evidence in (False, True):
+        blames = [run_protocol(witnessed, spec, "single", mode, model_wrote(text), evidence).blame
+                  for _, text, _ in MODEL_FAULT_ROWS for spec in PROTOCOLS.values() for mode in BOTH]
+        shares[evidence] = blames.count("model") / len(blames)
+    print(f"model faults blamed 'model': evidence off {shares[False]:.0%}, on {shares[True]:.0%}")
+    assert shares[True] == 1.0 and shares[True] >= shares[False]
+
+
+CONSTRAINED = [
+    ("choice_required", "I cannot look the weather up, sorry."),
+    ("choice_required", PARIS_CALL.replace("get_weather", "get_wether")),
+    ("choice_named", PARIS_CALL),
+]
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
+@pytest.mark.parametrize(("case_name", "text"), CONSTRAINED, ids=["required-prose", "required-unknown-tool",
+                                                                  "named-other-tool"])
+def test_a_constrained_choice_the_engine_did_not_hold_is_the_engines(witnessed, engine, case_name, text):
+    """tool_choice required or named: the engine promises a call to an offered (the named) tool. With the same
+    generation the raw text is the constrained generation itself, and still the engine's: it did not hold it.
+    With a second generation the raw completion would not be constrained: none is asked (not comparable)."""
+    record = run_protocol(witnessed, declared(engine), case_name, "nonstream", model_wrote(text))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("tool_choice", "engine", "wire")
+    assert (record.evidence.status, record.evidence.source, record.evidence.raw_text) == (
+        "obtained", "same_generation", text)
+    before = len(witnessed.raw_requests)
+    record = run_protocol(witnessed, attrs.evolve(declared(engine), same_generation=None), case_name, "nonstream",
+                          model_wrote(text))
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("tool_choice", "engine", "wire")
+    assert record.evidence.status == "not_comparable" and "tool_choice" in record.evidence.reason
+    assert not any("prompt" in r and "messages" not in r for r in witnessed.raw_requests[before:]), "no completion"
+
+
+def test_an_answer_that_does_not_tell_falls_back_to_a_second_generation(witnessed):
+    """A server without the same-generation field (an older build) still gives evidence, and says why."""
+    spec = attrs.evolve(declared("vllm"), same_generation="llamacpp_verbose", constrained=())  # vLLM-style fake: no __verbose
+    witnessed.script.reply = Reply(calls=WRONG_CITY)
+    target = Target(witnessed.base_url, "fake", timeout_s=5)
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(
+        CASES["single"], "stream")  # a stream: the reference's request carried the field, not the stream's
+    assert record.request.get("verbose") is None and record.evidence.source is not None
+    assert record.evidence.status == "obtained"

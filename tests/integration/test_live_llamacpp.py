@@ -77,20 +77,25 @@ def test_live_run_completes_with_valid_results(live_run):
 
 
 def test_failures_carry_the_models_own_words(live_run):
-    """--evidence failures (the default): every answered failure asks llama-server for its render and raw text."""
+    """--evidence failures (the default): every answered failure carries the model's raw text, read from its
+    case's non-streamed answer itself (``__verbose``: the same generation, lazy grammar and all); where that
+    answer was an error, from a second generation, where a call under the grammar is not comparable."""
     _, results = live_run
     records = list(read_records(results))
     failed = [r for r in records if r.verdict in ("fail", "unsupported")]
     assert failed and all(r.evidence is not None and r.blamed_by is not None for r in failed)
     assert all(r.evidence is None and r.blamed_by is None for r in records if r.verdict == "pass")
-    by_status = {s: [r for r in failed if r.evidence.status == s] for s in ("obtained", "not_comparable", "unavailable")}
-    assert not by_status["unavailable"], by_status["unavailable"][0].evidence
-    # The model answers these two in words (it fails them so): a raw text without a call is comparable.
-    assert by_status["obtained"], "a raw text without a call is comparable: the lazy grammar never started"
-    for r in by_status["not_comparable"]:  # decided before asking (a call in the chat answer) or after
-        assert "grammar" in r.evidence.reason and r.evidence.method == "llamacpp_apply_template + llamacpp_completion"
-    for r in by_status["obtained"]:
+    answered = {r.case_id for r in records if r.mode == "nonstream" and r.http_status == 200}
+    same = [r for r in failed if r.case_id in answered]
+    assert same and all((r.evidence.status, r.evidence.source) == ("obtained", "same_generation") for r in same)
+    assert any(r.evidence.calls for r in same), "a call under the lazy grammar is comparable now"
+    for r in same:
         assert len(r.evidence.prompt_sha256) == 64 and r.evidence.raw_text is not None
+        assert r.request.get("verbose") is True or r.mode == "stream"
+    for r in failed:
+        assert r.evidence.status != "unavailable", r.evidence
+        if r.evidence.status == "not_comparable":  # a second generation, for a case whose answer was an error
+            assert r.case_id not in answered and "grammar" in r.evidence.reason
     # The engine's render beside our template rendered by transformers: llama-server adds "parameters": {} to a
     # tool that declares none, a real difference the comparison must show.
     omitted = [r for r in failed if r.case_id == "no_params.parameters_omitted"]

@@ -18,7 +18,8 @@ from typing import IO, Any, Mapping
 import attrs
 
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
-from toolmatrix.results import Outcome, ResultsError, RunInfo, Verdict, repro_command, scan_records
+from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, repro_command,
+                                scan_records)
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
@@ -214,7 +215,8 @@ def _scan_run(info: RunInfo, merged: dict[tuple[str, str], Outcome], failures: _
             record = line.data  # failing records are copied as they are: the typed Record is not needed here
             key = (record["case_id"], record["mode"])
             outcome = outcomes[key] = line.outcome
-            evidence[(record.get("evidence") or {}).get("status", "not asked")] += 1
+            asked = record.get("evidence") or {}
+            evidence[evidence_label(asked.get("status", "not asked"), asked.get("source"))] += 1
             if outcome.verdict is Verdict.PASS:
                 continue
             failures.copy(line.raw)

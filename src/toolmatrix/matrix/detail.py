@@ -94,7 +94,8 @@ def failure_detail(record: dict, limit: int = BLOB_CAP) -> dict:
     if evidence:
         detail["evidence"] = {
             "status": evidence["status"], "reason": cap(evidence.get("reason") or "", REASON_CAP),
-            "method": evidence.get("method"), "raw_text": cap(evidence.get("raw_text") or "", limit),
+            "method": evidence.get("method"), "source": evidence.get("source"),
+            "raw_text": cap(evidence.get("raw_text") or "", limit),
             "calls": blob(evidence.get("calls"), limit) if evidence.get("calls") is not None else None,
             "template_diff": cap((evidence.get("template") or {}).get("diff") or "", limit),
         }
