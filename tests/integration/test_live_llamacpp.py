@@ -98,9 +98,10 @@ def test_failures_carry_the_models_own_words(live_run):
             assert r.case_id not in answered and "grammar" in r.evidence.reason
     # The engine's render beside our template rendered by transformers: llama-server adds "parameters": {} to a
     # tool that declares none, a real difference the comparison must show.
+    # (Evidence is asked for failures only, and this case fails only when the 0.5B's stream strays from its
+    # non-streamed answer, which it does in some runs and not others.)
     omitted = [r for r in failed if r.case_id == "no_params.parameters_omitted"]
-    assert omitted and all(not r.evidence.template.same and '"parameters": {}' in r.evidence.template.diff
-                           for r in omitted)
+    assert all(not r.evidence.template.same and '"parameters": {}' in r.evidence.template.diff for r in omitted)
     compared = [r for r in failed if r.evidence.template is not None]
     assert sum(r.evidence.template.same for r in compared) >= len(compared) // 2
 
