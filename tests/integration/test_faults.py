@@ -202,13 +202,17 @@ def witnessed():
         yield fake
 
 
-def run_witnessed(server, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
+def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
     server.script.reply = reply
     target = Target(server.base_url, "fake", timeout_s=5)
-    witness = Witness(LLAMACPP_PROTOCOLS, make_http(target), get_family("hermes"), read_template(TEMPLATE))
+    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
     runner = Runner(make_client(target), "fake", get_family("hermes"), witness=witness,
                     evidence_mode=EvidenceMode.FAILURES if evidence else EvidenceMode.OFF)
     return runner.run(CASES[case_name], mode)
+
+
+def run_witnessed(server, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
+    return run_protocol(server, LLAMACPP_PROTOCOLS, case_name, mode, reply, evidence)
 
 
 WRONG_CITY = (("get_weather", {"city": "Lyon"}),)
@@ -338,15 +342,6 @@ PROTOCOLS = evidence_protocols()
 SAME_GENERATION = sorted(name for name, spec in PROTOCOLS.items() if spec.same_generation)
 
 
-def run_protocol(server, spec: EvidenceSpec, case_name: str, mode: str, reply: Reply, evidence: bool = True) -> Record:
-    server.script.reply = reply
-    target = Target(server.base_url, "fake", timeout_s=5)
-    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
-    runner = Runner(make_client(target), "fake", get_family("hermes"), witness=witness,
-                    evidence_mode=EvidenceMode.FAILURES if evidence else EvidenceMode.OFF)
-    return runner.run(CASES[case_name], mode)
-
-
 def test_every_evidence_protocol_is_declared():
     assert set(PROTOCOLS) == {"llamacpp_verbose", "vllm_token_ids", "llamacpp_apply_template+llamacpp_completion",
                               "vllm_tokenize+openai_completions"}
@@ -428,10 +423,7 @@ def test_a_constrained_choice_the_engine_did_not_hold_is_the_engines(witnessed, 
 def test_an_answer_that_does_not_tell_falls_back_to_a_second_generation(witnessed):
     """A server without the same-generation field (an older build) still gives evidence, and says why."""
     spec = attrs.evolve(declared("vllm"), same_generation="llamacpp_verbose", constrained=())  # vLLM-style fake: no __verbose
-    witnessed.script.reply = Reply(calls=WRONG_CITY)
-    target = Target(witnessed.base_url, "fake", timeout_s=5)
-    witness = Witness(spec, make_http(target), get_family("hermes"), read_template(TEMPLATE))
-    record = Runner(make_client(target), "fake", get_family("hermes"), witness=witness).run(
-        CASES["single"], "stream")  # a stream: the reference's request carried the field, not the stream's
+    # a stream: the reference's request carried the field, not the stream's
+    record = run_protocol(witnessed, spec, "single", "stream", Reply(calls=WRONG_CITY))
     assert record.request.get("verbose") is None and record.evidence.source is not None
     assert record.evidence.status == "obtained"
