@@ -20,6 +20,7 @@ from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem
 from toolmatrix.yamldata import JsonPath
 
 SCHEMA = "cases.schema.json"
+NO_PARAMETERS: dict = {"type": "object"}  # a tool that declares none: one object, read never written
 
 
 @attrs.frozen
@@ -99,7 +100,7 @@ class Case:
     def tool_schema(self, name: str) -> dict | None:
         for tool in self.tools:
             if tool["function"]["name"] == name:
-                return tool["function"].get("parameters", {"type": "object"})
+                return tool["function"].get("parameters", NO_PARAMETERS)
         return None
 
     @property

@@ -434,6 +434,29 @@ def check_stream_consistency(ev: CheckInput) -> Finding:
 # -- the model's answer --------------------------------------------------------------------------------------
 
 
+_TOOL_VALIDATORS: dict[int, tuple[Mapping, Callable[[Any], bool]]] = {}
+
+
+def _fast_is_valid(schema: Mapping) -> Callable[[Any], bool]:
+    """jsonschema-rs's yes/no for a tool's schema, compiled once per schema object (a case's tools live as long
+    as the run): most arguments are valid, and jsonschema's own walk costs ~1 ms each. A value it cannot take
+    (an integer past 64 bits) or a schema it refuses answers "no": jsonschema then decides."""
+    kept = _TOOL_VALIDATORS.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        try:
+            compiled = jsonschema_rs.validator_for(schema).is_valid
+        except Exception:  # noqa: BLE001 - a schema jsonschema-rs refuses: jsonschema words it
+            compiled = None
+
+        def fast(value: Any, compiled: Callable[[Any], bool] | None = compiled) -> bool:
+            try:
+                return compiled is not None and compiled(value)
+            except Exception:  # noqa: BLE001 - a value it cannot convert: no answer, not a crash
+                return False
+        kept = _TOOL_VALIDATORS[id(schema)] = (schema, fast)
+    return kept[1]
+
+
 def _looks_double_encoded(value: Any, schema: Mapping) -> bool:
     """A string that decodes to what the schema wanted: an engine that did not coerce or double-encoded."""
     if not isinstance(value, str) or schema.get("type") in (None, "string"):
@@ -455,7 +478,10 @@ def check_arguments_schema(ev: CheckInput) -> Finding:
         schema = ev.case.tool_schema(call.name) if isinstance(call.name, str) else None
         if schema is None:
             return failed(MODEL, f"called {_short(call.name)}, which is not an offered tool")
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(call.parsed_arguments()))
+        arguments = call.parsed_arguments()
+        if _fast_is_valid(schema)(arguments):
+            continue
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(arguments))
         if error is not None:
             blame = ENGINE if _looks_double_encoded(error.instance, error.schema) else MODEL
             where = ".".join(map(str, error.absolute_path)) or "arguments"

@@ -61,10 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine")
     install.set_defaults(func=_cmd_install)
-    from toolmatrix import gate, matrix, plan
+    from toolmatrix import gate, matrix, plan, show
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)
+    show.register(sub)
     from toolmatrix.replay import cli as replay_cli
     replay_cli.register(sub)
     return parser

@@ -327,4 +327,4 @@ class Witness:
 
 
 def read_template(path: Path) -> tuple[str, str]:
-    return str(path), path.read_text(encoding="utf-8")
+    return path.name, path.read_text(encoding="utf-8")  # named, not located: records are published

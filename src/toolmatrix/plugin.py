@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shlex
 import signal
 import tempfile
 import sys
@@ -34,9 +35,9 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.pairs import run_on_cluster, run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
+from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, cache_dir, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
-from toolmatrix.runinfo import hardware, toolmatrix_version
+from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
@@ -166,6 +167,9 @@ class RunState:
         self.writer: RecordWriter | None = None
         self.endpoint: dict[str, str] | None = None
         self.started = datetime.now(timezone.utc)
+        results_dir = opt("--results-dir")
+        self.results_dir = Path(results_dir) if results_dir else None
+        self.portable = Portable.here(self.results_dir, data_root(), cache_dir())
         self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
             # The random tail keeps ids apart when shards of one pair start in the same second on many machines.
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(3)}")
@@ -212,6 +216,8 @@ class RunState:
                 raise pytest.UsageError(f"--variant picks a docker image; it needs --launcher=docker (not {kind})")
             extra["variant"] = opt("--variant")
         try:
+            if self.results_dir is not None:  # the engine's log is kept with the results it explains
+                extra["log_dir"] = self.results_dir / "logs"
             return LAUNCHERS[kind](self.engine, self.model, slots=opt("--slots"), run_id=self.run_id, **extra)
         except LaunchError as exc:  # the pair cannot be served this way: say why, start nothing
             raise pytest.UsageError(f"--launcher={kind}: {exc}") from None
@@ -239,7 +245,7 @@ class RunState:
         describe = self.launcher.describe() if self.launcher else {
             "id": self.engine_id, "version": None, "launcher": launcher_kind(self.config), "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
-        return Run.from_dict({
+        return Run.from_dict(self.portable.data({
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
             "pair": f"{self.model.id}@{self.engine_id}",
@@ -253,7 +259,7 @@ class RunState:
             "started": self.started.isoformat(),
             "finished": finished.isoformat() if finished else None,
             "toolmatrix_version": toolmatrix_version(),
-            "command": sys.argv,
+            "command": [program_name(sys.argv[0]), *sys.argv[1:]],
             "cases": self.case_files,
             "case_shard": str(self.case_shard) if self.case_shard else None,
             "batch": self.config.getoption("--batch"),
@@ -261,13 +267,21 @@ class RunState:
             "counts": dict(self.writer.counts) if self.writer else {},
             "exit_status": exit_status,
             "engine_death": engine_death and attrs.asdict(engine_death),
-        })
+        }))
 
 
 def item_key(nodeid: str) -> tuple[str, str] | None:
     """(case id, mode) of a suite item's node id (``...::test_case[CASE-MODE]``, maybe with xdist's ``@group``)."""
     found = re.search(r"::test_case\[(.+)-(nonstream|stream)\]", nodeid)
     return (found.group(1), found.group(2)) if found else None
+
+
+def option_given(config: pytest.Config, pattern: str) -> bool:
+    """Whether the user gave a pytest option (an argument matching ``pattern``) on the command line, in
+    PYTEST_ADDOPTS or in the ini's addopts."""
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+             *config.getini("addopts")]
+    return any(re.fullmatch(pattern, str(arg)) for arg in given)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -281,6 +295,13 @@ def pytest_configure(config: pytest.Config) -> None:
     state = config.stash[state_key] = RunState(config)
     if is_controller(config):
         config.pluginmanager.register(Controller(state), "toolmatrix-controller")
+        # A matrix run ends with its table: pytest's per-failure sections before it and its per-item list after
+        # it (hundreds of FAILED lines) would scroll it away, and the sections cost time quadratic in the
+        # failures at the end of a big run. The records hold every failure; --tb=short and -rf bring both back.
+        if not option_given(config, r"--tb.*"):
+            config.option.tbstyle = "no"
+        if not option_given(config, r"-[a-zA-Z]*r.*"):
+            config.option.reportchars = ""
     else:
         state.endpoint = config.workerinput["toolmatrix"]["endpoint"]
     if config.pluginmanager.hasplugin("xdist"):
@@ -337,7 +358,7 @@ class Controller:
             self.exit_status = ExitStatus.LOST
             if config.getoption("--results-dir"):
                 check_results_dir(config.getoption("--results-dir"))
-                state.writer = RecordWriter(Path(config.getoption("--results-dir")))
+                state.writer = RecordWriter(Path(config.getoption("--results-dir")), state.portable.text)
             return
         _stop_on_sigterm()
         state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
@@ -354,7 +375,7 @@ class Controller:
             f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
             f"in {time.monotonic() - started:.1f}s")
         if config.getoption("--results-dir"):
-            state.writer = RecordWriter(Path(config.getoption("--results-dir")))
+            state.writer = RecordWriter(Path(config.getoption("--results-dir")), state.portable.text)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The single writer: records reach the controller inside the call report, from any worker."""

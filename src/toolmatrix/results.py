@@ -438,10 +438,12 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RecordWriter:
-    """Appends records to ``DIR/results.jsonl.partial``; ``close(run)`` publishes ``results.jsonl`` and ``run.json``."""
+    """Appends records to ``DIR/results.jsonl.partial``; ``close(run)`` publishes ``results.jsonl`` and ``run.json``.
+    ``portable`` rewrites each line's machine paths (an engine's error may name its own files) before it is kept."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, portable: Callable[[str], str] = str):
         self.directory = directory
+        self.portable = portable
         directory.mkdir(parents=True, exist_ok=True)
         self.partial = directory / (RECORDS + ".partial")
         self._handle = self.partial.open("w", encoding="utf-8")
@@ -449,7 +451,7 @@ class RecordWriter:
 
     def write(self, posted: Posted) -> None:
         """One record, already encoded (on the worker that made it)."""
-        self._handle.write(posted.line + "\n")  # one write per complete line: a crash leaves whole lines only
+        self._handle.write(self.portable(posted.line) + "\n")  # one write per line: a crash leaves whole lines
         self._handle.flush()
         self.counts[posted.verdict] += 1
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 
 def toolmatrix_version() -> str:
@@ -47,3 +53,60 @@ def hardware() -> dict:
         memory = 0.0
     return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count() or 0, "memory_gb": round(memory, 1),
             "gpus": gpus(), "platform": platform.platform()}
+
+
+@attrs.frozen
+class Portable:
+    """Writes the producing machine's absolute paths in results text as a reader can use them: relative to the
+    results directory or the checkout, or as ``{cache}`` / ``{tmp}`` / ``~``. A machine's layout means nothing to a
+    reader and should not be published; a case's own text (``/tmp/notes.txt`` in a prompt) is left alone, since
+    only these roots are rewritten, longest first, and only as whole path components."""
+
+    roots: tuple[tuple[str, re.Pattern, str], ...]  # (root, its pattern, what it becomes)
+
+    @classmethod
+    def here(cls, results_dir: Path | None, checkout: Path, cache: Path) -> Portable:
+        named = {str(Path.home().resolve()): "~", str(cache.resolve()): "{cache}",
+                 str(checkout.resolve()): ".", str(Path.cwd().resolve()): "."}
+        if results_dir is not None:
+            named[str(results_dir.resolve())] = "."
+        # Our own temporary folders (engine logs without a results directory): a prefix, not a whole component.
+        named[str(Path(tempfile.gettempdir()).resolve() / "toolmatrix-")] = "{tmp}/toolmatrix-"
+        return cls.of(named.items())
+
+    @classmethod
+    def of(cls, roots: Iterable[tuple[str, str]]) -> Portable:
+        kept = sorted(((root.rstrip("/"), token) for root, token in roots if root.rstrip("/") not in ("", "/")),
+                      key=lambda pair: -len(pair[0]))
+        # A whole component only: "/work/main" matches "/work/main/x" and "/work/main", never "/work/main2".
+        return cls(tuple((root, re.compile(r"(?<![\w.@/-])" + re.escape(root)
+                                           + ("" if root.endswith("-") else r"(/|(?![\w.-]))")), token)
+                         for root, token in kept))
+
+    def text(self, text: str) -> str:
+        for root, pattern, token in self.roots:
+            if root in text:  # a substring test first: every record line passes here, few hold a root
+                text = pattern.sub(lambda found, token=token: _relative(found, token), text)
+        return text
+
+    def data(self, value: Any) -> Any:
+        """Every string of a JSON-shaped value, rewritten."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {key: self.data(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.data(item) for item in value]
+        return value
+
+
+def _relative(found: re.Match, token: str) -> str:
+    """``.``: "ROOT/x" is "x" and "ROOT" itself "."; any other token keeps what follows."""
+    slash = found.group(1) if found.re.groups else ""
+    return ("" if slash else ".") if token == "." else token + (slash or "")
+
+
+def program_name(argv0: str) -> str:
+    """``pytest`` for ``/venv/bin/pytest`` or ``.../site-packages/pytest/__main__.py``."""
+    path = Path(argv0)
+    return path.parent.name if path.name == "__main__.py" else path.name

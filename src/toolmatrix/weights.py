@@ -180,7 +180,7 @@ def chat_template_info(model: ModelSpec, source: WeightsSource | None, passed: b
         return {"chat_template": bundled, "chat_template_sha256": None}
     converted = source is not None and source.from_gguf
     template = model.chat_template if passed or converted else None
-    return {"chat_template": str(template) if template else None,
+    return {"chat_template": template.name if template else None,
             "chat_template_sha256": sha256_of(template) if template else None}
 
 

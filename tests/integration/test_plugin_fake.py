@@ -6,6 +6,9 @@ The fake server makes these fast and deterministic; the real engine is exercised
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,10 +134,11 @@ def test_unset_api_key_variable_is_a_usage_error_before_anything_starts(fake, tm
 
 
 def test_a_failure_names_the_case_description(xdist_run):
-    """The description says what the case is about; a person reading a failure should not have to look it up."""
-    proc, results = xdist_run
+    """The description says what the case is about; a person reading a failure should not have to look it up
+    (pytest's own list of failures, with -rf, names it too: see below)."""
+    _, results = xdist_run
     described = next(c for c in LIBRARY if c.description and c.category == "irrelevance")
-    assert f"[{described.description}]" in proc.stdout or described.description[:40] in proc.stdout
+    assert {r.description for r in read_records(results) if r.case_id == described.id} == {described.description}
     cells = json.loads((results / "matrix" / "matrix.json").read_text())["cells"]
     shown = {(f["case_id"], f.get("description")) for f in cells[0]["failures"]}
     assert (described.id, described.description) in shown
@@ -148,3 +152,69 @@ def test_a_pair_the_process_launcher_cannot_serve_says_why_before_anything_start
             "of 'qwen3' names the hub repository Qwen/Qwen3-8B") in proc.stderr
     assert "do not exist" not in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
     assert "installing" not in (proc.stdout + proc.stderr).lower() and not (tmp_path / "r").exists()
+
+
+def test_a_matrix_run_ends_with_its_table(xdist_run):
+    """The table and the results path are the last thing before pytest's one-line count: no per-item list."""
+    proc, results = xdist_run
+    tail = proc.stdout[proc.stdout.index("toolmatrix: fake@external"):].splitlines()
+    assert not [line for line in tail if line.startswith(("FAILED ", "ERROR "))] and "= FAILURES =" not in proc.stdout
+    assert tail[-2].startswith("matrix page: ") and re.fullmatch(r"=+ \d+ failed, .* =+", tail[-1])
+
+
+def test_dash_r_and_tb_bring_pytests_failure_output_back(fake, tmp_path):
+    proc = run_pytest(tmp_path, "-rf", "--tb=short", "-k", "irrelevance", "--base-url", fake.base_url,
+                      "--model", "fake")
+    assert proc.returncode == 1 and "short test summary info" in proc.stdout and "= FAILURES =" in proc.stdout
+    described = next(c for c in LIBRARY if c.description and c.category == "irrelevance")
+    assert re.search(rf"^FAILED .*test_case\[{re.escape(described.id)}-.*\[{re.escape(described.description[:30])}",
+                     proc.stdout, re.M)
+
+
+def test_a_fresh_run_holds_no_path_of_the_machine(xdist_run, tmp_path_factory):
+    _, results = xdist_run
+    roots = {str(ROOT), str(results), str(tmp_path_factory.getbasetemp()), str(Path.home()) + "/", sys.prefix}
+    written = [p for p in results.rglob("*") if p.is_file()]
+    assert len(written) >= 4
+    assert {str(p.relative_to(results)): root for p in written for root in roots if root in p.read_text()} == {}
+    run = json.loads((results / "run.json").read_text())
+    assert run["command"][0] == "pytest" and f"--results-dir={results}" not in run["command"]
+
+
+@pytest.mark.parametrize("mode", ["nonstream", "stream"])
+def test_show_prints_a_curl_that_resends_the_exchange(fake, xdist_run, mode):
+    """``toolmatrix show`` on a record: its curl, run as printed against the server, gets the same answer."""
+    _, results = xdist_run
+    record = next(r for r in read_records(results) if r.mode == mode and r.request.get("tools"))
+    shown = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "show", str(results),
+                            f"REGRESSION {record.case_id} [{mode}]: was pass"], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert f"{record.case_id} [{mode}] on fake@external" in shown.stdout and "request (as sent):" in shown.stdout
+    assert "sk-very-secret-123" not in shown.stdout and '"Authorization: Bearer $TM_SECRET_KEY"' in shown.stdout
+    curl = shown.stdout[shown.stdout.index("curl "):shown.stdout.index("\nJSON\n") + 6]
+    env = {"PATH": os.environ["PATH"], "BASE_URL": fake.base_url, "TM_SECRET_KEY": "sk-other"}
+    sent = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, env=env, timeout=60)
+    assert sent.returncode == 0, sent.stderr
+    assert fake.requests[-1] == record.request and fake.authorizations[-1] == "Bearer sk-other"
+    if mode == "nonstream":
+        again = json.loads(sent.stdout)["choices"][0]["message"]
+        first = record.response["choices"][0]["message"]
+        assert [c["function"] for c in again["tool_calls"]] == [c["function"] for c in first["tool_calls"]]
+    else:
+        events = [line for line in sent.stdout.splitlines() if line.startswith("data: ")]
+        assert events[-1] == "data: [DONE]" and len(events) - 1 == len(record.chunks)
+
+
+def test_show_says_which_pair_when_a_folder_holds_several(xdist_run, tmp_path):
+    _, results = xdist_run
+    for name in ("a", "b"):
+        shutil.copytree(results, tmp_path / name, ignore=shutil.ignore_patterns("matrix"))
+    rewrite = tmp_path / "b" / "run.json"
+    rewrite.write_text(rewrite.read_text().replace('"pair": "fake@external"', '"pair": "other@external"'))
+    case = next(read_records(results)).case_id
+    shown = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "show", str(tmp_path), case],
+                           capture_output=True, text=True)
+    assert shown.returncode == 2 and "choose one with --pair: fake@external, other@external" in shown.stderr
+    missing = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "show", str(results), "no.such_case"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and "no record of case 'no.such_case'" in missing.stderr

@@ -141,7 +141,9 @@ def test_unusable_inputs_are_reported_by_name_and_skipped(tmp_path, make, expect
     assert skipped.path == str(tmp_path / "bad")
     assert re.search(expected, skipped.reason), skipped.reason
     assert "Skipped inputs" in (tmp_path / "out" / "matrix.md").read_text()
-    assert page_data(tmp_path / "out")["skipped"][0]["path"] == str(tmp_path / "bad")
+    # The page names it where its reader finds it: beside the page's folder, not at this machine's path.
+    assert page_data(tmp_path / "out")["skipped"][0]["path"] == "../bad"
+    assert skipped.reason.split(": ")[0] not in (tmp_path / "out" / "matrix.md").read_text()
 
 
 def test_cli_exit_status_and_messages(tmp_path, capsys):

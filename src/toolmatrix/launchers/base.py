@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -36,6 +38,14 @@ class Launcher(Protocol):
     def describe(self) -> dict[str, Any]:
         """The engine part of run.json: version, launcher, flags, binary/image."""
         ...
+
+
+def log_file(prefix: str, name: str, log_dir: Path | None) -> Path:
+    """Where an engine's log goes: ``log_dir`` (the results directory's ``logs``, made when the log is written,
+    so that a refused pair leaves nothing behind), else a new folder in the temporary directory."""
+    if log_dir is not None:
+        return log_dir / f"{prefix}{name}.log"
+    return Path(tempfile.mkdtemp(prefix=prefix)) / f"{name}.log"
 
 
 def context_size(slots: int) -> int:

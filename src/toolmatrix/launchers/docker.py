@@ -18,7 +18,6 @@ import re
 import shlex
 import socket
 import sys
-import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, pid_alive
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file, pid_alive
 from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.launchers.process import free_port
 from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
@@ -310,7 +309,7 @@ class DockerLauncher:
         self.run_id = run_id or f"{model.id}@{engine.id}-{os.getpid()}-{int(time.time())}"
         self._client = client
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-        self.log_path = Path(tempfile.mkdtemp(prefix="toolmatrix-", dir=log_dir)) / f"{engine.id}.log"
+        self.log_path = log_file(f"toolmatrix-{run_id or engine.id}-", engine.id, log_dir)
         self.config: ContainerConfig | None = None
         self.container: Any = None
         self.image_digest: str | None = None
@@ -364,6 +363,7 @@ class DockerLauncher:
         if container is None:
             return
         try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self.log_path.write_bytes(container.logs())
         except DockerException:
             pass  # the log is lost; the container must still go
@@ -426,5 +426,5 @@ class DockerLauncher:
         if source.form != "local":
             return {"weights": source.ref, "weights_sha256": None, "revision": source.revision or None, **used}
         path = local_weights(self.model, source, fetch=False)
-        return {"weights": str(path), "weights_sha256": sha256_of(path) if path.is_file() else None, "revision": None,
+        return {"weights": path.name, "weights_sha256": sha256_of(path) if path.is_file() else None, "revision": None,
                 **used}

@@ -8,6 +8,7 @@ first, which then stops the engine in order.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shlex
 import shutil
@@ -15,13 +16,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from toolmatrix.launchers import cores
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size
+from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file
 from toolmatrix.launchers.readiness import become_ready, probe_version
 from toolmatrix.placeholders import names_in, render, render_args
 from toolmatrix.registry import EngineSpec, ModelSpec, WeightsSource, cache_dir
@@ -66,13 +66,19 @@ def find_binary(engine: EngineSpec) -> Path | None:
     if engine.process.venv:  # complete only once every install step has run
         return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
-    if cached.is_file():
+    # One toolmatrix builds is complete with the record of what it was built from (an older build lacks it).
+    if cached.is_file() and (not engine.process.install or build_record(cached).is_file()):
         return cached
     found = shutil.which(name)
     return Path(found) if found else None
 
 
 INSTALLED = "toolmatrix-installed"
+
+
+def build_record(binary: Path) -> Path:
+    """Beside a binary toolmatrix built: what it was built from (written by its install script)."""
+    return binary.with_name(binary.name + ".build.json")
 
 
 def install_venv(engine: EngineSpec) -> Path:
@@ -120,7 +126,7 @@ class ProcessLauncher:
         if refusal:
             raise LaunchError(refusal)
         self.engine, self.model, self.slots = engine, model, slots
-        self.log_path = Path(tempfile.mkdtemp(prefix=f"toolmatrix-{run_id or engine.id}-", dir=log_dir)) / f"{engine.id}.log"
+        self.log_path = log_file(f"toolmatrix-{run_id or engine.id}-", engine.id, log_dir)
         self.proc: subprocess.Popen | None = None
         self.argv: list[str] = []
         self.weights: Path | None = None
@@ -171,6 +177,7 @@ class ProcessLauncher:
             raise
         self.root_url = f"http://127.0.0.1:{port}"
         env = {**os.environ, **self.spec_env()}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, preexec_fn=die_with_parent, start_new_session=True)
@@ -219,10 +226,21 @@ class ProcessLauncher:
             "base_url": self.root_url + self.engine.api_prefix,
             "image": None,
             "image_digest": None,
-            "binary": self.argv[0] if self.argv else None,
+            "binary": Path(self.argv[0]).name if self.argv else None,
+            "build": self.build_info(),
             "packages": self.packages(),
             "log": str(self.log_path),
         }
+
+    def build_info(self) -> dict[str, Any] | None:
+        """What a binary toolmatrix built was built from (``<binary>.build.json`` beside it, written by the build
+        script: version, commit, source package and its SHA-256); None for a binary found elsewhere."""
+        if not self.argv:
+            return None
+        try:
+            return json.loads(build_record(Path(self.argv[0])).read_text())
+        except (OSError, ValueError):
+            return None
 
     def package_version(self) -> str | None:
         """The installed version of the package that is the engine (for servers that do not tell theirs)."""
@@ -253,8 +271,8 @@ class ProcessLauncher:
         if self.weights is None:
             return {"weights": None, "weights_sha256": None}
         if self.weights.is_file():
-            return {"weights": str(self.weights), "weights_sha256": sha256_of(self.weights)}
+            return {"weights": self.weights.name, "weights_sha256": sha256_of(self.weights)}
         if source is not None and source.from_gguf:  # a folder converted from a GGUF: fingerprint the GGUF
             gguf = gguf_path(self.model)
-            return {"weights": f"{self.weights} (converted from {gguf.name})", "weights_sha256": sha256_of(gguf)}
-        return {"weights": str(self.weights), "weights_sha256": None}
+            return {"weights": f"{self.weights.name} (converted from {gguf.name})", "weights_sha256": sha256_of(gguf)}
+        return {"weights": self.weights.name, "weights_sha256": None}

@@ -26,7 +26,7 @@ import attrs
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
 from toolmatrix.results import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
-from toolmatrix.runinfo import toolmatrix_version
+from toolmatrix.runinfo import Portable, toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
 # one cell does not use passes on to the next); its counts, flags, breakdown and newest run take about
@@ -98,7 +98,7 @@ def configuration(run: Run) -> tuple:
     model (weights, chat template, revision) and toolmatrix's version. Not every flag: ports differ from machine to
     machine, and a path by its folder (the file's hash is compared apart)."""
     engine, model = run.engine, run.model
-    flags = tuple(re.sub(r"(?<=[ =])\S*/(?=\S)", "", flag) for flag in key_flags(engine.get("flags", [])))
+    flags = tuple(key_flags(engine.get("flags", [])))
     return (run.engine_id, engine.get("version"), engine.get("launcher"), flags,
             engine.get("image_digest") or engine.get("image"), model.get("weights_sha256"),
             model.get("chat_template_sha256"), model.get("revision"), run.toolmatrix_version)
@@ -215,7 +215,8 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     ``jobs`` > 1 reads that many pairs at once in worker processes (for big matrices: about 10 s per 10^6
     records and core).
     """
-    paths, skipped = discover(Path(p) for p in result_dirs)
+    given = [Path(p) for p in result_dirs]
+    paths, skipped = discover(given)
     infos = []
     for path in paths:
         try:
@@ -224,6 +225,7 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
             skipped.append(Skipped(str(path), str(exc)))
     by_pair = _newest_first(infos)
     out_dir.mkdir(parents=True, exist_ok=True)
+    shown = page_paths([*given, *paths], out_dir)
     cells_dir = out_dir / CELLS_DIR
     matrix_json = _MatrixJson(out_dir / "matrix.json")
     page_cells, reports, superseded, details = [], [], [], set()
@@ -233,8 +235,8 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
             superseded += [str(i.path) for i in chosen.unread]
             if chosen.cell is None:
                 continue
-            matrix_json.add(chosen.cell.full)
-            page_cells.append(chosen.cell.page)
+            matrix_json.add(shown.data(chosen.cell.full))
+            page_cells.append(shown.data(chosen.cell.page))
             details.add(chosen.cell.full["details_file"])
             reports.append(_report(chosen.cell))
     except BaseException:
@@ -246,13 +248,21 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     data = {
         "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "toolmatrix_version": toolmatrix_version(), "page_budget_bytes": PAGE_DATA_BUDGET,
-        "skipped": [attrs.asdict(s) for s in skipped], "superseded": superseded,
+        "skipped": shown.data([attrs.asdict(s) for s in skipped]), "superseded": shown.data(superseded),
     }
     matrix_json.close(data)
     outputs = (out_dir / "matrix.json",
                _write(out_dir / "index.html", render_html({**data, "cells": page_cells})),
                _write(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
     return BuildReport(tuple(reports), tuple(skipped), tuple(superseded), outputs)
+
+
+def page_paths(paths: Iterable[Path], out_dir: Path) -> Portable:
+    """Results directories as the page's reader finds them: relative to the page's own folder, never where they
+    lay on the machine that built it."""
+    here = out_dir.resolve()
+    return Portable.of((form, os.path.relpath(path.resolve(), here))
+                       for path in paths for form in {str(path), str(path.resolve())})
 
 
 def _report(cell: Cell) -> CellReport:

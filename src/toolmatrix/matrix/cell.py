@@ -23,18 +23,20 @@ from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidenc
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
+FOLDERS = re.compile(r"(?<=[ =])[^\s=:]*/(?=[^\s/]+$)")  # "--x /a/b/c.jinja" -> "--x c.jinja"; a URL stays
 HISTORY_CAP = 50  # newly failing / passing cases listed per cell on the page (all of them in matrix.json)
 RUNS_CAP = 50  # runs and mixed cases listed per cell on the page (all of them in matrix.json)
 MIXED = "mixed"  # a cell's verdict for a case x mode its runs disagree on; never a record's
 
 
 def key_flags(flags: list[str]) -> list[str]:
-    """The tool-calling flags of an engine command line, each with its value when it has one."""
+    """The tool-calling flags of an engine command line, each with its value when it has one; a file by its name
+    (where it lay differs from machine to machine; the full flags are in the drill-down)."""
     out = []
     for index, flag in enumerate(flags):
         if flag.startswith("-") and KEY_FLAG.search(flag):
             value = flags[index + 1] if index + 1 < len(flags) and not flags[index + 1].startswith("-") else None
-            out.append(f"{flag} {value}" if value is not None and "=" not in flag else flag)
+            out.append(FOLDERS.sub("", f"{flag} {value}" if value is not None and "=" not in flag else flag))
     return out
 
 

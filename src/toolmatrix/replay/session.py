@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.registry import cache_dir, data_root, load_engines, load_models
 from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
+from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder
 from .adapters import ADAPTERS, Adapter, adapter_for
@@ -80,7 +81,8 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     """Every fixture the engine supports, into ``directory``; returns the verdict counts (plus ``skipped``)."""
     run_id = f"replay-{adapter.engine}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     started = datetime.now(timezone.utc).isoformat()
-    writer = RecordWriter(directory)
+    portable = Portable.here(directory, data_root(), cache_dir())
+    writer = RecordWriter(directory, portable.text)
     skipped: dict[str, str] = {}
     with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
         for fixture in fixtures:
@@ -101,7 +103,7 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
               {"id": adapter.engine, "version": hello.get("version"), "tier": "replay", "launcher": "replay", "flags": [],
                "versions": adapter.versions().split(), "skipped_families": skipped},
               {"id": "parser-replay", "family": "*", "served_name": "parser-replay"}, {"machine": "cpu", "note": "no model ran: parser replay"},
-              started, datetime.now(timezone.utc).isoformat(), "0.1.0", dict(writer.counts),
-              command=sys.argv, cases=[f.id for f in fixtures if f.family not in skipped])
+              started, datetime.now(timezone.utc).isoformat(), toolmatrix_version(), dict(writer.counts),
+              command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=[f.id for f in fixtures if f.family not in skipped])
     writer.close(run)
     return {**writer.counts, "skipped_families": len(skipped)}

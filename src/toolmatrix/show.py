@@ -1,0 +1,146 @@
+"""``toolmatrix show``: one record, whole, for a person who disagrees with a red cell.
+
+The request as sent, the answer, the model's own raw text, the checks and the blame, then a ``curl`` that sends
+the same request to any OpenAI-compatible server (the key as ``$VAR``, never its value) and the pytest command
+that runs the case again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolmatrix.results import RUN, Record, ResultsError, Run, read_run_info, repro_command, scan_records
+
+# A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
+GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")
+ANSWER_CAP = 4000  # characters of an answer or raw text shown; the record holds all of it
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """``root`` if it is a results directory, else the results directories just below it (a snapshot)."""
+    if (root / RUN).is_file():
+        return [root]
+    found = sorted(p.parent for p in root.glob(f"*/{RUN}"))
+    if not found:
+        raise ResultsError(f"{root}: no {RUN} here or one level down: not a results directory")
+    return found
+
+
+def parse_selector(text: str, mode: str | None) -> tuple[str, str | None]:
+    """(case id, mode or None) from a case id or a gate's failing line."""
+    found = GATE_LINE.match(text)
+    if found and (" [" in text):
+        return found.group("case"), mode or found.group("mode")
+    return text.strip(), mode
+
+
+def find_records(root: Path, case_id: str, mode: str | None, pair: str | None) -> list[tuple[Run, Record]]:
+    found = []
+    for directory in run_dirs(root):
+        info = read_run_info(directory)
+        if pair and info.pair != pair:
+            continue
+        for line in scan_records(info):
+            if line.data["case_id"] == case_id and (mode is None or line.data["mode"] == mode):
+                found.append((info.run, line.record))
+    return found
+
+
+def curl_command(run: Run, request: dict) -> str:
+    """A shell command that sends ``request`` again: to ``$BASE_URL`` (default: where it went), with the run's
+    key variable, never a key."""
+    base = run.engine.get("base_url") or "http://127.0.0.1:8080/v1"
+    argv = list(run.command)
+    key_var = next((a.split("=", 1)[1] for a in argv if a.startswith("--api-key-env=")), None) or next(
+        (argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--api-key-env"), None)
+    lines = [f'curl -sS{"N" if request.get("stream") else ""} "${{BASE_URL:-{base}}}/chat/completions"',
+             "-H 'Content-Type: application/json'"]
+    if key_var:
+        lines.append(f'-H "Authorization: Bearer ${key_var}"')
+    lines.append("--data-binary @- <<'JSON'")
+    # Indented JSON never holds a line that is just JSON: the here-document ends where it should.
+    return " \\\n  ".join(lines) + "\n" + json.dumps(request, indent=2, ensure_ascii=False) + "\nJSON"
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= ANSWER_CAP else text[:ANSWER_CAP] + f"\n... ({len(text) - ANSWER_CAP} more characters)"
+
+
+def _answer(exchange: Any) -> str:
+    """The answer as it came: the body, the stream's chunks, or what went wrong."""
+    if exchange.error:
+        return f"(no answer: {exchange.error})"
+    if exchange.chunks is not None:
+        return _capped("\n".join(json.dumps(c, ensure_ascii=False) for c in exchange.chunks))
+    if exchange.response is not None:
+        return _capped(json.dumps(exchange.response, indent=2, ensure_ascii=False))
+    return _capped(exchange.raw_text or "(empty)")
+
+
+def _checks(checks: Any) -> list[str]:
+    return [f"  {c.outcome.upper():<11} {c.name}" + (f" [{c.blame}]" if c.failed and c.blame else "")
+            + (f": {c.detail}" if c.detail else "") for c in checks]
+
+
+def render(run: Run, record: Record) -> str:
+    """The record as a person reads it."""
+    blame = f", blamed {record.blame} (decided by {record.blamed_by})" if record.blame else ""
+    out = [f"{record.case_id} [{record.mode}] on {run.pair}, run {run.run_id}: {record.verdict.value.upper()}{blame}",
+           f"engine: {run.engine.get('id')} {run.engine.get('version') or ''}  flags: {shlex.join(run.engine.get('flags') or [])}"]
+    if record.description:
+        out.append(f"case: {record.description}")
+    if record.reason:
+        out.append(f"reason: {record.reason}")
+    out += ["", "checks:", *_checks(record.checks), "", "request (as sent):",
+            json.dumps(record.request, indent=2, ensure_ascii=False), "", f"answer (HTTP {record.http_status}):",
+            _answer(record)]
+    evidence = record.evidence
+    if evidence is not None:
+        out += ["", f"the model's own raw text (evidence {evidence.label}"
+                + (f": {evidence.reason}" if evidence.reason else "") + "):",
+                _capped(evidence.raw_text) if evidence.raw_text is not None else "(none)"]
+    if record.followup is not None:
+        follow = record.followup
+        out += ["", "second turn (tool results sent back):", *_checks(follow.checks), json.dumps(
+            follow.request, indent=2, ensure_ascii=False), f"answer (HTTP {follow.http_status}):", _answer(follow)]
+    out += ["", "send it again (to any server: set BASE_URL):", curl_command(run, record.request)]
+    if record.tier == "live":
+        out += ["", "run the case again:", repro_command(run.repro_prefix(), record.case_id, record.mode)]
+    return "\n".join(out)
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    case_id, mode = parse_selector(args.selector, args.mode)
+    try:
+        found = find_records(Path(args.results), case_id, mode, args.pair)
+    except ResultsError as exc:
+        print(f"toolmatrix show: {exc}", file=sys.stderr)
+        return 2
+    if not found:
+        where = f" of {args.pair}" if args.pair else ""
+        print(f"toolmatrix show: no record of case {case_id!r}{f' [{mode}]' if mode else ''} in {args.results}{where}",
+              file=sys.stderr)
+        return 1
+    pairs = sorted({run.pair for run, _ in found})
+    if len(pairs) > 1:
+        print(f"toolmatrix show: case {case_id!r} is in {len(pairs)} pairs' results; choose one with --pair: "
+              + ", ".join(pairs), file=sys.stderr)
+        return 2
+    print("\n\n".join(render(run, record) for run, record in found))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    show = subparsers.add_parser("show", help="one record whole: request, answer, raw model text, checks, blame, "
+                                              "and a curl that sends it again")
+    show.add_argument("results", help="a results directory, or a folder of them (a snapshot)")
+    show.add_argument("selector", help="a case id (single.weather), or a failing line of `toolmatrix gate`")
+    show.add_argument("--mode", choices=("nonstream", "stream"), help="one mode (default: both, or the gate line's)")
+    show.add_argument("--pair", metavar="MODEL@ENGINE", help="which pair, where the folder holds several")
+    show.set_defaults(func=_cmd_show)
