@@ -6,9 +6,11 @@
    is the suite's wall time over the mean of the two. Target: <= 1.10. Then the cost of evidence: the same
    items with ``--evidence failures`` and ``all`` (each failure asks the engine for its render and raw text).
 2. Throughput against an instant server: the suite against the fake server (answers in microseconds), over
-   the case library copied until there are enough items to dwarf start-up. Target: >= 300 items/s.
+   the case library copied until there are enough items to dwarf start-up, at -n 0 and -n 2. Targets: >= 250
+   items/s at -n 0, >= 300 at -n 2. Then where the time goes: the -n 0 session once more under cProfile, its own
+   time summed by component (pytest, the HTTP client, checks, records, ...) and the costliest functions.
 
-    python benchmarks/bench_harness.py [--subset "single or irrelevance or types"] [--copies 8]
+    python benchmarks/bench_harness.py [--subset "single or irrelevance or types"] [--copies 8] [--skip-live]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import pstats
 import re
 import shutil
 import subprocess
@@ -36,11 +39,15 @@ from toolmatrix.results import read_records
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_suite(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(ROOT), "-c",
+def run_suite(args: list[str], cwd: Path, env: dict[str, str] | None = None,
+              python: tuple[str, ...] = ()) -> tuple[float, str]:
+    cmd = [sys.executable, *python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(ROOT), "-c",
            str(ROOT / "pyproject.toml"), *args]
+    # pytest rewrites the asserts of every plugin module (toolmatrix's, hypothesis's) and caches the result as
+    # bytecode, as a user's Python does; with PYTHONDONTWRITEBYTECODE it would redo that (~2 s) in every session.
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**environ, **(env or {})})
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         raise SystemExit(f"suite failed to run (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -138,16 +145,59 @@ def throughput(copies: int, workdir: Path) -> None:
         return Reply(calls=((tools[0]["function"]["name"], {}),)) if tools else Reply(content="Hello!")
 
     cases = multiplied_library(copies, workdir / "cases")
+    rates = {}
     with FakeServer(instant) as fake:
-        for workers in ("0", "2"):
-            wall, out = run_suite(["--base-url", fake.base_url, "--model", "fake", "--only-cases", "--cases",
-                                   str(cases), "-n", workers, "--results-dir", str(workdir / f"fake{workers}")], workdir)
+        target = ["--base-url", fake.base_url, "--model", "fake", "--only-cases", "--cases", str(cases)]
+        for workers, goal in (("0", 250), ("2", 300)):
+            wall, out = run_suite([*target, "-n", workers, "--results-dir", str(workdir / f"fake{workers}")], workdir)
             last = out.splitlines()[-1]
             items = sum(map(int, re.findall(r"(\d+) (?:passed|failed|xfailed)", last)))
             session = float(re.search(r"in ([\d.]+)s", last).group(1))
+            rates[workers] = items / session
             print(f"throughput vs instant fake server (-n {workers}): {items} items, {len(fake.requests)} requests so far")
             print(f"  {items / session:.0f} items/s in the pytest session ({session:.1f}s), "
-                  f"{items / wall:.0f} items/s for the whole command ({wall:.1f}s)  (target >= 300)")
+                  f"{items / wall:.0f} items/s for the whole command ({wall:.1f}s)  (target >= {goal})")
+        print(f"  -n 2 / -n 0: {rates['2'] / rates['0']:.2f}")
+        profile = workdir / "suite.prof"
+        run_suite([*target, "-n", "0", "--results-dir", str(workdir / "profiled")], workdir,
+                  python=("-m", "cProfile", "-o", str(profile)))
+    print_profile(profile)
+
+
+# Where a function's own time goes, by the file it lives in: the first pattern that matches names it.
+COMPONENTS = (("pytest and xdist", r"/(_pytest|pluggy|xdist|execnet)/"),
+              ("HTTP client (openai, httpx)", r"/(openai|httpx2?|httpcore2?|h11|anyio|pydantic\w*)/|socket|ssl"),
+              ("JSON Schema", r"/(jsonschema\w*|referencing|rpds)/"),
+              ("toolmatrix checks and formats", r"toolmatrix/(checks|formats/|blame|evidence)"),
+              ("toolmatrix records", r"toolmatrix/results|/(cattrs|orjson)/|json/"),
+              ("toolmatrix other", r"toolmatrix/"),
+              ("other", r""))
+
+
+def print_profile(path: Path, top: int = 12) -> None:
+    stats = pstats.Stats(str(path))
+    total = sum(row[2] for row in stats.stats.values())  # own time of every function: the session's CPU time
+    shares: dict[str, float] = dict.fromkeys((name for name, _ in COMPONENTS), 0.0)
+
+    def component(filename: str) -> str:
+        return next(name for name, pattern in COMPONENTS if re.search(pattern, filename))
+
+    for (filename, _, _), row in stats.stats.items():
+        callers = row[4]
+        if filename == "~" and callers:  # a builtin (socket.recv, compile): its time is its callers'
+            spent = sum(c[3] for c in callers.values()) or 1.0
+            for (caller_file, _, _), c in callers.items():
+                shares[component(caller_file)] += row[2] * c[3] / spent
+        else:
+            shares[component(filename)] += row[2]
+    print(f"profile of the -n 0 session under cProfile ({total:.1f}s of own time), by component:")
+    for name, seconds in sorted(shares.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:32} {seconds:6.2f}s  {seconds / total:5.1%}")
+    print("  costliest functions (own time):")
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]
+    for (filename, line, function), row in rows:
+        where = re.sub(r".*/(site-packages|src|lib/python3\.\d+)/", "", filename)
+        print(f"    {row[2]:6.2f}s {row[1]:8} calls  {where}:{line}({function})")
 
 
 def main() -> None:

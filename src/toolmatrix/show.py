@@ -109,9 +109,9 @@ def render(run: Run, record: Record) -> str:
         follow = record.followup
         out += ["", "second turn (tool results sent back):", *_checks(follow.checks), json.dumps(
             follow.request, indent=2, ensure_ascii=False), f"answer (HTTP {follow.http_status}):", _answer(follow)]
-    out += ["", "send it again (to any server: set BASE_URL):", curl_command(run, record.request)]
-    if record.tier == "live":
-        out += ["", "run the case again:", repro_command(run.repro_prefix(), record.case_id, record.mode)]
+    if record.tier == "live":  # a replayed fixture was never sent to a server: it is fed to the parser again
+        out += ["", "send it again (to any server: set BASE_URL):", curl_command(run, record.request)]
+    out += ["", "run the case again:", repro_command(run.repro_prefix(), record.case_id, record.mode)]
     return "\n".join(out)
 
 

@@ -23,7 +23,7 @@ def cache(monkeypatch, tmp_path):
 
 def ours(model_id: str) -> dict[str, str]:
     template = MODELS[model_id].chat_template
-    return {"chat_template": str(template), "chat_template_sha256": hashlib.sha256(template.read_bytes()).hexdigest()}
+    return {"chat_template": template.name, "chat_template_sha256": hashlib.sha256(template.read_bytes()).hexdigest()}
 
 
 def template_of(info: dict) -> dict:

@@ -18,11 +18,11 @@ def test_gpus_are_read_from_nvidia_smi(monkeypatch, tmp_path):
     assert gpus() == [{"name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB", "driver": "570.86.15"}] * 2
 
 
-# The layout of the machines that make snapshots and of this one: a checkout, the cache, a home's dot folders,
-# our temporary folders, an interpreter's packages. (A path in a case or a model's answer, "/home/user/x", is not
-# the machine's.)
+# The layout of the machines that make snapshots and of this one: a checkout, the cache, a home's dot folders (an
+# interpreter's packages among them), our temporary folders. (A path in a case or a model's answer, "/home/user/x",
+# is not the machine's; "{cache}/venvs/..." in an engine's traceback is its portable form.)
 MACHINE_PATH = re.compile("|".join(re.escape(root) for root in {
-    "/work/main/", str(ROOT) + "/", str(cache_dir()), str(Path.home() / "."), "/tmp/toolmatrix-", "site-packages/"}))
+    "/work/main/", str(ROOT) + "/", str(cache_dir()), str(Path.home() / "."), "/tmp/toolmatrix-"}))
 
 
 def test_machine_paths_become_portable(tmp_path):
