@@ -145,7 +145,8 @@ class RunState:
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
         paths += [Path(p) for p in opt("--cases")]
         try:
-            self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths)}
+            # A worker reads the files its controller has just validated (a bad file stops the run before workers).
+            self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths, validate=is_controller(config))}
             self.case_shard: CaseShard | None = opt("--case-shard")
             if self.case_shard:
                 self.cases = {i: c for i, c in self.cases.items() if self.case_shard.holds(i)}
