@@ -253,7 +253,7 @@ def test_evidence_blames_the_template_when_the_engine_rendered_another_prompt(wi
     record = run_witnessed(witnessed, "single", mode, Reply(calls=WRONG_CITY, faults=frozenset({"render_differs"})))
     assert (first_failure(record).name, record.blame, record.blamed_by) == ("expected_calls", "template", "evidence")
     finding = record.evidence.template
-    assert not finding.same and finding.reference == str(TEMPLATE) and "-<tools>" in finding.diff
+    assert not finding.same and finding.reference == TEMPLATE.name and "-<tools>" in finding.diff
 
 
 @pytest.mark.parametrize("mode", BOTH)

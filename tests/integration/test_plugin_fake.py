@@ -167,8 +167,8 @@ def test_dash_r_and_tb_bring_pytests_failure_output_back(fake, tmp_path):
                       "--model", "fake")
     assert proc.returncode == 1 and "short test summary info" in proc.stdout and "= FAILURES =" in proc.stdout
     described = next(c for c in LIBRARY if c.description and c.category == "irrelevance")
-    assert re.search(rf"^FAILED .*test_case\[{re.escape(described.id)}-.*\[{re.escape(described.description[:30])}",
-                     proc.stdout, re.M)
+    assert re.search(rf"^FAILED .*test_case\[{re.escape(described.id)}-", proc.stdout, re.M)
+    assert f"[{described.description}]" in proc.stdout  # in its failure's section
 
 
 def test_a_fresh_run_holds_no_path_of_the_machine(xdist_run, tmp_path_factory):
