@@ -52,9 +52,15 @@ def test_a_plan_that_cannot_be_made_says_why(engines, models, words):
         plan_shards(engines, models)
 
 
-@given(st.integers(1, 9))
-def test_case_slices_split_the_library_exactly(count):
-    ids = [c.id for c in load_cases([data_root() / "cases"])]
+@pytest.fixture(scope="module")
+def library_ids() -> list[str]:
+    return [c.id for c in load_cases([data_root() / "cases"])]
+
+
+@given(count=st.integers(1, 9))
+def test_case_slices_split_the_library_exactly(library_ids, count):
+    # The library is read once: reading it in every example outran hypothesis's deadline on a busy machine.
+    ids = library_ids
     slices = [[i for i in ids if CaseShard(k, count).holds(i)] for k in range(1, count + 1)]
     assert sorted(i for s in slices for i in s) == sorted(ids)  # every case in exactly one slice
 
