@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,3 +67,46 @@ def test_every_module_the_harness_groups_exists():
     assert group_of("tests/integration/test_ray.py::test_x") == group_of("tests/integration/test_hostile.py::t") == "live"
     assert group_of("tests/integration/test_selection.py::test_y[a]") == "tests/integration/test_selection.py"
     assert group_of("tests/integration/test_faults.py::test_z[a]") == "tests/integration/test_faults.py::test_z[a]"
+
+
+class FakeWorker:
+    """What xdist's scheduler asks of a worker: take item indexes, shut down."""
+
+    shutting_down = False
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent += indexes
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+class OneWorkerConfig:
+    option = SimpleNamespace(loadscopereorder=False)  # in collection order, as the suite runs by default
+
+    def getvalue(self, name: str) -> list[str] | None:
+        return ["popen"] if name == "tx" else None
+
+
+def test_the_scheduler_runs_every_item_once_and_keeps_only_the_work_in_flight():
+    """xdist's own bookkeeping keeps every scope a worker ever had (and walks it after each test); ours forgets a
+    finished scope, so it stays as small as the work handed out, however long the run."""
+    from toolmatrix.scheduling import GroupScheduling
+
+    items = [f"t.py::test_case[c{n}-{mode}]" for n in range(200) for mode in ("nonstream", "stream")]
+    scheduler = GroupScheduling(OneWorkerConfig(), None, key=lambda nodeid: nodeid.split("[")[1].split("-")[0])
+    worker = FakeWorker()
+    scheduler.add_node(worker)
+    scheduler.add_node_collection(worker, items)
+    scheduler.schedule()
+    done, held = 0, []
+    while done < len(worker.sent):
+        scheduler.mark_test_complete(worker, worker.sent[done])
+        done += 1
+        held.append(len(scheduler.assigned_work[worker]))
+    assert sorted(worker.sent) == list(range(len(items))) and worker.shutting_down
+    assert max(held[len(held) // 2:]) <= 3, "finished scopes are forgotten"
+    assert scheduler.tests_finished
