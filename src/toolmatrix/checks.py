@@ -434,27 +434,24 @@ def check_stream_consistency(ev: CheckInput) -> Finding:
 # -- the model's answer --------------------------------------------------------------------------------------
 
 
-_TOOL_VALIDATORS: dict[int, tuple[Mapping, Callable[[Any], bool]]] = {}
+_TOOL_VALIDATORS: dict[int, tuple[Mapping, Callable[[Any], bool] | None]] = {}
 
 
-def _fast_is_valid(schema: Mapping) -> Callable[[Any], bool]:
-    """jsonschema-rs's yes/no for a tool's schema, compiled once per schema object (a case's tools live as long
-    as the run): most arguments are valid, and jsonschema's own walk costs ~1 ms each. A value it cannot take
-    (an integer past 64 bits) or a schema it refuses answers "no": jsonschema then decides."""
+def _surely_valid(schema: Mapping, value: Any) -> bool:
+    """jsonschema-rs's yes for a tool's schema, compiled once per schema object (a case's tools live as long as
+    the run): most arguments are valid, and jsonschema's own walk costs ~1 ms each. A schema it refuses or a value
+    it cannot take (an integer past 64 bits) is no yes: jsonschema then decides."""
     kept = _TOOL_VALIDATORS.get(id(schema))
     if kept is None or kept[0] is not schema:
         try:
             compiled = jsonschema_rs.validator_for(schema).is_valid
         except Exception:  # noqa: BLE001 - a schema jsonschema-rs refuses: jsonschema words it
             compiled = None
-
-        def fast(value: Any, compiled: Callable[[Any], bool] | None = compiled) -> bool:
-            try:
-                return compiled is not None and compiled(value)
-            except Exception:  # noqa: BLE001 - a value it cannot convert: no answer, not a crash
-                return False
-        kept = _TOOL_VALIDATORS[id(schema)] = (schema, fast)
-    return kept[1]
+        kept = _TOOL_VALIDATORS[id(schema)] = (schema, compiled)
+    try:
+        return kept[1] is not None and kept[1](value)
+    except Exception:  # noqa: BLE001 - a value it cannot convert: no answer, not a crash
+        return False
 
 
 def _looks_double_encoded(value: Any, schema: Mapping) -> bool:
@@ -479,7 +476,7 @@ def check_arguments_schema(ev: CheckInput) -> Finding:
         if schema is None:
             return failed(MODEL, f"called {_short(call.name)}, which is not an offered tool")
         arguments = call.parsed_arguments()
-        if _fast_is_valid(schema)(arguments):
+        if _surely_valid(schema, arguments):
             continue
         error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(arguments))
         if error is not None:

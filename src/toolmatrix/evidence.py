@@ -278,10 +278,8 @@ class Witness:
         else:
             template, note = self._template(prompt, chat)
             digest = hashlib.sha256(prompt.encode()).hexdigest()
-        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
         return Evidence(EvidenceStatus.OBTAINED, note, self.spec.same_generation, digest,
-                        raw, [{"name": c.name, "arguments": c.arguments} for c in parsed.calls], template,
-                        source="same_generation")
+                        raw, self._calls_in(raw, case), template, source="same_generation")
 
     def _regenerated(self, case: Case, chat: dict, answer: Message | None) -> Evidence:
         spec = self.spec
@@ -305,14 +303,17 @@ class Witness:
                                             {**sampling(chat), **spec.completion_options})
         except EvidenceError as exc:
             return attrs.evolve(found, status=EvidenceStatus.UNAVAILABLE, reason=f"the engine did not tell: {exc}")
-        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
-        calls = [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
-        found = attrs.evolve(found, raw_text=raw, calls=calls)
+        found = attrs.evolve(found, raw_text=raw, calls=self._calls_in(raw, case))
         if "calls" in spec.constrained and any(o in raw for o in self.family.call_openers):
             why = ("this engine constrains a call with a grammar from its first marker on, which its completion "
                    "endpoint is not told; the raw text holds a call")
             return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why)
         return found
+
+    def _calls_in(self, raw: str, case: Case) -> list[dict]:
+        """What the family's reference parser reads in the model's raw text (its reasoning split off first)."""
+        parsed = ModelWords.read(raw, self.family, list(case.tools)).parsed
+        return [{"name": c.name, "arguments": c.arguments} for c in parsed.calls]
 
     def _template(self, engine_text: str, body: dict) -> tuple[TemplateFinding | None, str]:
         """The render beside the reference, or None and why it was not compared."""

@@ -36,7 +36,7 @@ from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.pairs import run_on_cluster, run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, cache_dir, data_root, family_from_env, load_registry, resolve_model
+from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
@@ -171,7 +171,7 @@ class RunState:
         self.started = datetime.now(timezone.utc)
         results_dir = opt("--results-dir")
         self.results_dir = Path(results_dir) if results_dir else None
-        self.portable = Portable.here(self.results_dir, data_root(), cache_dir())
+        self.portable = Portable.here(self.results_dir)
         self.run_id = config.workerinput["toolmatrix"]["run_id"] if hasattr(config, "workerinput") else (
             # The random tail keeps ids apart when shards of one pair start in the same second on many machines.
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(3)}")
@@ -360,7 +360,7 @@ class Controller:
             self.exit_status = ExitStatus.LOST
             if config.getoption("--results-dir"):
                 check_results_dir(config.getoption("--results-dir"))
-                state.writer = RecordWriter(Path(config.getoption("--results-dir")), state.portable.text)
+                state.writer = RecordWriter(state.results_dir, state.portable.text)
             return
         _stop_on_sigterm()
         state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
@@ -377,7 +377,7 @@ class Controller:
             f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
             f"in {time.monotonic() - started:.1f}s")
         if config.getoption("--results-dir"):
-            state.writer = RecordWriter(Path(config.getoption("--results-dir")), state.portable.text)
+            state.writer = RecordWriter(state.results_dir, state.portable.text)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The single writer: records reach the controller inside the call report, from any worker."""

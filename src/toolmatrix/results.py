@@ -346,13 +346,21 @@ class Run:
     def engine_id(self) -> str:
         return self.engine["id"]
 
+    def option(self, name: str) -> str | None:
+        """The value the run's command gave an option (``--name value`` or ``--name=value``), if it did."""
+        for index, arg in enumerate(self.command):
+            if arg == name and index + 1 < len(self.command):
+                return self.command[index + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+        return None
+
     def repro_prefix(self) -> list[str]:
         """``pytest`` and the target options of this run: the engine spec, or the URL of an external server; for a
         parser-replay run, ``toolmatrix replay`` with the run's fixture file and engine."""
         if self.engine.get("tier") == "replay":
-            fixtures = self.command[self.command.index("--fixtures") + 1] \
-                if "--fixtures" in self.command[:-1] else "FIXTURES.jsonl"
-            return ["toolmatrix", "replay", "--fixtures", fixtures, "--engine", self.engine["id"]]
+            return ["toolmatrix", "replay", "--fixtures", self.option("--fixtures") or "FIXTURES.jsonl",
+                    "--engine", self.engine["id"]]
         if self.engine.get("launcher") == "external" and self.engine.get("base_url"):
             return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}"]
         return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}"]

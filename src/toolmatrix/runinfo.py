@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from toolmatrix.registry import cache_dir, data_root
+
 
 def toolmatrix_version() -> str:
     try:
@@ -65,9 +67,11 @@ class Portable:
     roots: tuple[tuple[str, re.Pattern, str], ...]  # (root, its pattern, what it becomes)
 
     @classmethod
-    def here(cls, results_dir: Path | None, checkout: Path, cache: Path) -> Portable:
-        named = {str(Path.home().resolve()): "~", str(cache.resolve()): "{cache}",
-                 str(checkout.resolve()): ".", str(Path.cwd().resolve()): "."}
+    def here(cls, results_dir: Path | None = None) -> Portable:
+        """This machine's roots: ``results_dir``, the checkout (or installed data) and the working directory
+        written relative, toolmatrix's cache, our temporary folders, the home directory."""
+        named = {str(Path.home().resolve()): "~", str(cache_dir().resolve()): "{cache}",
+                 str(data_root().resolve()): ".", str(Path.cwd().resolve()): "."}
         if results_dir is not None:
             named[str(results_dir.resolve())] = "."
         # Our own temporary folders (engine logs without a results directory): a prefix, not a whole component.

@@ -35,7 +35,7 @@ def run_dirs(root: Path) -> list[Path]:
 def parse_selector(text: str, mode: str | None) -> tuple[str, str | None]:
     """(case id, mode or None) from a case id or a gate's failing line."""
     found = GATE_LINE.match(text)
-    if found and (" [" in text):
+    if found:
         return found.group("case"), mode or found.group("mode")
     return text.strip(), mode
 
@@ -56,9 +56,7 @@ def curl_command(run: Run, request: dict) -> str:
     """A shell command that sends ``request`` again: to ``$BASE_URL`` (default: where it went), with the run's
     key variable, never a key."""
     base = run.engine.get("base_url") or "http://127.0.0.1:8080/v1"
-    argv = list(run.command)
-    key_var = next((a.split("=", 1)[1] for a in argv if a.startswith("--api-key-env=")), None) or next(
-        (argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--api-key-env"), None)
+    key_var = run.option("--api-key-env")
     lines = [f'curl -sS{"N" if request.get("stream") else ""} "${{BASE_URL:-{base}}}/chat/completions"',
              "-H 'Content-Type: application/json'"]
     if key_var:

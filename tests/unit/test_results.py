@@ -102,3 +102,10 @@ def test_records_of_another_run_make_the_directory_unusable(tmp_path):
     with pytest.raises(ResultsError, match=r"results.jsonl:1: \$.run_id: 'run-2' is not this run's id"):
         list(read_records(tmp_path))
     assert len(check_results(tmp_path)) == 1
+
+
+def test_an_option_of_the_runs_command_is_read_in_either_spelling():
+    run = Run("r", "m@e", {"id": "e"}, {"id": "m"}, {}, "2026-11-25T00:00:00+00:00", None, "0", {},
+              command=["pytest", "--api-key-env", "KEY", "--fixtures=fx.jsonl", "--results-dir"])
+    assert (run.option("--api-key-env"), run.option("--fixtures")) == ("KEY", "fx.jsonl")
+    assert run.option("--results-dir") is None and run.option("--model") is None  # no value, no option

@@ -25,7 +25,6 @@ import attrs
 
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
-from toolmatrix.registry import cache_dir, data_root
 from toolmatrix.results import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
 from toolmatrix.runinfo import Portable, toolmatrix_version
 
@@ -262,7 +261,7 @@ def page_paths(paths: Iterable[Path], out_dir: Path) -> Portable:
     """Results directories as the page's reader finds them: beside the page (relative to its folder, as in a
     snapshot), else as the machine's paths are written anywhere in results (relative to the checkout or the
     working directory, ``~``, ...); never where they lay on the machine that built it."""
-    here, machine = out_dir.resolve(), Portable.here(None, data_root(), cache_dir())
+    here, machine = out_dir.resolve(), Portable.here()
 
     def shown(path: Path) -> str:
         relative = os.path.relpath(path.resolve(), here)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import cache_dir, data_root, load_engines, load_models
+from toolmatrix.registry import load_engines, load_models
 from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
 from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
@@ -81,7 +81,7 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     """Every fixture the engine supports, into ``directory``; returns the verdict counts (plus ``skipped``)."""
     run_id = f"replay-{adapter.engine}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     started = datetime.now(timezone.utc).isoformat()
-    portable = Portable.here(directory, data_root(), cache_dir())
+    portable = Portable.here(directory)
     writer = RecordWriter(directory, portable.text)
     skipped: dict[str, str] = {}
     with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
