@@ -19,10 +19,12 @@ import jsonschema_rs
 
 from toolmatrix import jsontext
 from toolmatrix.cases import Case, Expectation
-from toolmatrix.exchange import Call, Exchange, Message, stream_deltas
+from toolmatrix.exchange import Call, Exchange, Message
 from toolmatrix.formats import Family
 from toolmatrix.results import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.specs import load_schema
+from toolmatrix.surfaces import Surface
+from toolmatrix.surfaces import surface as surface_of
 
 MODEL, ENGINE, TEMPLATE, INFRA = Blame.MODEL, Blame.ENGINE, Blame.TEMPLATE, Blame.INFRA
 
@@ -48,11 +50,16 @@ class CheckInput:
     expect: Expectation  # the case's expectation, or its followup's for a second turn
     reference: Exchange | None = None  # non-streamed answer to compare a stream with
     message: Message | None = attrs.field(init=False)  # the answer, reassembled once for every check
+    surface: Surface = attrs.field(init=False)  # the API it went over
     request_text: str = attrs.field(init=False)  # the request as sent, serialised once for every marker look-up
 
     @message.default
     def _reassemble(self) -> Message | None:
         return self.exchange.message()
+
+    @surface.default
+    def _surface(self) -> Surface:
+        return surface_of(self.exchange.api)
 
     # marker -> whether the request holds it: one search of the request per distinct marker, however many fields
     # leak it (a follow-up with thousands of calls sends megabytes and its answer may leak in every argument).
@@ -158,15 +165,16 @@ def check_http_status(ev: CheckInput) -> Finding:
 
 
 @cache
-def _wire_validators(kind: str) -> tuple[Callable[[Any], bool], jsonschema.Draft202012Validator]:
+def _wire_validators(schema_file: str, kind: str) -> tuple[Callable[[Any], bool], jsonschema.Draft202012Validator]:
     # A fast yes/no (jsonschema-rs) for the common valid case; jsonschema words the problem when there is one.
-    schema = load_schema("chat-response.schema.json")
+    schema = load_schema(schema_file)
     wrapped = {"$ref": f"#/$defs/{kind}", "$defs": schema["$defs"]}
     return jsonschema_rs.validator_for(wrapped).is_valid, jsonschema.Draft202012Validator(wrapped)
 
 
-def _schema_problem(kind: str, instance: Any) -> str | None:
-    is_valid, validator = _wire_validators(kind)
+def _schema_problem(ev: CheckInput, kind: str, instance: Any) -> str | None:
+    """What breaks the surface's wire schema ``$defs[kind]`` in ``instance``, or None."""
+    is_valid, validator = _wire_validators(ev.surface.wire_schema, kind)
     if is_valid(instance):
         return None
     error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
@@ -189,17 +197,22 @@ def _not_json(text: Any) -> str | None:
 
 @check("WIRE_SHAPE")
 def check_wire_shape(ev: CheckInput) -> Finding:
-    """WIRE_SHAPE: the body or a stream chunk is not a valid OpenAI chat completion (tool_calls not a list, ...)."""
+    """WIRE_SHAPE: the body or a stream chunk is not the surface's valid answer (chat: tool_calls not a list, ...;
+    Responses: a function_call without call_id, arguments not a string; Messages: a tool_use input that is not an
+    object), or an invalid request refused in another shape than the surface's own error."""
     ex = ev.exchange
+    if ev.expect.reject and ev.surface.checks_error_shape and ex.http_status is not None and 400 <= ex.http_status < 500:
+        problem = _not_json(ex.raw_text) or _schema_problem(ev, "error", ex.response)
+        return failed(ENGINE, f"HTTP {ex.http_status} error body: {problem}") if problem else passed("error shape")
     if not ex.ok:
         return skipped("no answer")
     if ex.mode == "nonstream":
-        problem = _not_json(ex.raw_text) or _schema_problem("completion", ex.response)
+        problem = _not_json(ex.raw_text) or _schema_problem(ev, "completion", ex.response)
         return failed(ENGINE, problem) if problem else passed()
     if not ex.chunks:
         return failed(ENGINE, "stream carried no chunk")
     for number, chunk in enumerate(ex.chunks):
-        problem = _not_json(chunk) or _schema_problem("chunk", chunk)
+        problem = _not_json(chunk) or _schema_problem(ev, "chunk", chunk)
         if problem:
             return failed(ENGINE, f"chunk {number}: {problem}")
     return passed(f"{len(ex.chunks)} chunks")
@@ -207,37 +220,15 @@ def check_wire_shape(ev: CheckInput) -> Finding:
 
 @check("STREAM_DELTAS")
 def check_stream_deltas(ev: CheckInput) -> Finding:
-    """STREAM_DELTAS: tool-call deltas malformed: no integer index, id/name missing or repeated, index reused."""
+    """STREAM_DELTAS: the stream's pieces malformed. Chat: a tool-call delta without an integer index, id/name
+    missing or repeated, an index reused, no finish_reason. Responses: argument deltas before their item, .done
+    other than the deltas joined, no response.completed. Messages: events out of order, a tool_use fed other than
+    input_json_delta, a block never stopped, no stop_reason."""
     ex = ev.exchange
     if ex.mode != "stream" or not ex.ok:
         return skipped("not a stream")
-    seen: dict[int, dict] = {}
-    finished = False
-    for number, delta, finish in stream_deltas(ex.chunks):
-        finished = finished or finish is not None
-        for raw in delta.get("tool_calls") or []:
-            if not isinstance(raw, dict) or not isinstance(raw.get("index"), int) or isinstance(raw.get("index"), bool):
-                return failed(ENGINE, f"chunk {number}: tool-call delta without an integer index: {_short(raw)}")
-            function = raw.get("function") or {}
-            state = seen.get(raw["index"])
-            if state is None:
-                if not raw.get("id") or not function.get("name"):
-                    return failed(ENGINE, f"chunk {number}: first delta of call {raw['index']} lacks id or name: {_short(raw)}")
-                seen[raw["index"]] = {"id": raw["id"], "name": function["name"]}
-                continue
-            if raw.get("id") and raw["id"] != state["id"]:
-                return failed(ENGINE, f"chunk {number}: index {raw['index']} reused by another call id {raw['id']!r} (calls merged)")
-            if function.get("name") and function["name"] == state["name"]:
-                # The official client joins every name fragment: this call would reach it as NAMENAME.
-                return failed(ENGINE, f"chunk {number}: name of call {raw['index']} sent again "
-                                      f"(a client reads {state['name'] + function['name']!r})")
-            if isinstance(function.get("name"), str) and isinstance(state["name"], str):
-                state["name"] += function["name"]  # a name split over deltas is joined, as the client joins it
-            if function.get("arguments") is not None and not isinstance(function["arguments"], str):
-                return failed(ENGINE, f"chunk {number}: argument fragment is not a string: {_short(function['arguments'])}")
-    if not finished:
-        return failed(ENGINE, "no chunk carried a finish_reason")
-    return passed(f"{len(seen)} call(s) streamed")
+    problem = ev.surface.stream_problem(ex.chunks)
+    return failed(ENGINE, problem) if problem else passed(f"{len(_calls(ev))} call(s) streamed")
 
 
 def _calls(ev: CheckInput) -> tuple[Call, ...]:
@@ -251,7 +242,7 @@ def check_arguments_json(ev: CheckInput) -> Finding:
     calls = _calls(ev)
     if not calls:
         return skipped("no call")
-    cut = ev.message.finish_reason == "length"
+    cut = ev.message.cut
     for number, call in enumerate(calls):
         if call.parsed_arguments() is None:
             detail = f"{call.name}: arguments {_short(call.arguments)} are not a JSON string of an object"
@@ -365,20 +356,13 @@ def check_ascii_escaping(ev: CheckInput) -> Finding:
 
 @check("FINISH_REASON")
 def check_finish_reason(ev: CheckInput) -> Finding:
-    """FINISH_REASON: not 'tool_calls' when calls came back, or 'tool_calls' with none, or missing."""
+    """FINISH_REASON: the answer's stop word wrong for what it holds: chat 'tool_calls' missing with calls or
+    present without; Messages stop_reason not 'tool_use' with tool_use blocks; Responses status not 'completed'."""
     message = ev.message
     if message is None:
         return skipped("no answer")
-    reason = message.finish_reason
-    if message.tool_calls:
-        # 'length' is the truth when max_tokens cut the answer; OpenAI answers 'stop' for a named tool_choice.
-        allowed = ("tool_calls", "length") + (("stop",) if ev.case.tool_choice_kind == "named" else ())
-        if reason not in allowed:
-            return failed(ENGINE, f"finish_reason {reason!r} with {len(message.tool_calls)} call(s), expected 'tool_calls'")
-        return passed(reason)
-    if reason not in ("stop", "length"):
-        return failed(ENGINE, f"finish_reason {reason!r} with no call, expected 'stop' or 'length'")
-    return passed(reason)
+    problem = ev.surface.finish_problem(message, ev.case.tool_choice_kind == "named")
+    return failed(ENGINE, problem) if problem else passed(str(message.finish_reason))
 
 
 @check("TOOL_CHOICE_IGNORED")

@@ -1,4 +1,5 @@
-"""HTTP only: send a chat request through the official ``openai`` client and capture everything raw.
+"""HTTP only: send a request through the surface's official client (``openai`` for Chat Completions and the
+Responses API, ``anthropic`` for the Messages API) and capture everything raw.
 
 Nothing raises out of here for a bad engine: HTTP errors, timeouts, refused connections and broken streams all
 become an ``Exchange`` with ``http_status``/``error`` set and the body kept, so a check can blame and the run goes on.
@@ -17,6 +18,7 @@ import re
 import time
 from typing import Any, Iterator
 
+import anthropic
 import attrs
 import openai
 
@@ -28,6 +30,7 @@ except ImportError:  # pragma: no cover - depends on the installed openai
 from toolmatrix import jsontext
 from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.results import Cut
+from toolmatrix.surfaces import MESSAGES, Surface, surface
 
 MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
 
@@ -134,20 +137,26 @@ def make_http(target: Target) -> httpx.Client:
 
 @attrs.frozen
 class Connection:
-    """The openai client for one target, and the bounds every exchange through it keeps."""
+    """The official client of one surface for one target, and the bounds every exchange through it keeps."""
 
-    openai: openai.OpenAI
+    client: openai.OpenAI | anthropic.Anthropic
     target: Target
+    surface: Surface
+    path: str  # the surface's endpoint, relative to the client's base URL
 
     def send(self, body: dict, mode: Mode) -> Exchange:
-        return send(self, body, mode)
+        """Send ``body``, a chat-completions request, in ``mode``, said as the surface says it."""
+        return send(self, self.surface.request(body), mode)
 
 
-def make_client(target: Target) -> Connection:
+def make_client(target: Target, api: str = "chat") -> Connection:
     # No retries: a retried 500 would hide exactly the engine bug we are here to see.
     http = httpx.Client(timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
-    return Connection(openai.OpenAI(base_url=target.base_url, api_key=target.api_key(), max_retries=0,
-                                    timeout=target.timeout_s, http_client=http), target)
+    options = {"api_key": target.api_key(), "max_retries": 0, "timeout": target.timeout_s, "http_client": http}
+    if api == MESSAGES:  # the anthropic client adds /v1 itself, and its own headers (x-api-key, anthropic-version)
+        root = target.base_url.rstrip("/").removesuffix("/v1")
+        return Connection(anthropic.Anthropic(base_url=root, **options), target, surface(api), "/v1" + surface(api).path)
+    return Connection(openai.OpenAI(base_url=target.base_url, **options), target, surface(api), surface(api).path)
 
 
 def _json_or_none(data: str | bytes) -> Any:
@@ -197,7 +206,7 @@ def _read(response: httpx.Response) -> tuple[bytes, str | None]:
 
 
 def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, error: str | None, timeout_s: float,
-              latency_s: float) -> Exchange:
+              latency_s: float, api: str) -> Exchange:
     bounded = _bounded(response)
     cut = bounded.cut if bounded else None
     if bounded is not None and bounded.expired:
@@ -210,34 +219,41 @@ def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, 
     text = body.decode("utf-8", errors="replace")
     if mode == "stream" and response.is_success:
         return Exchange(mode, request, http_status=response.status_code, chunks=tuple(_sse_payloads(text)),
-                        error=error, cut=cut, latency_s=latency_s, broken_off=broken_off)
+                        error=error, cut=cut, latency_s=latency_s, broken_off=broken_off, api=api)
     parsed = _json_or_none(body)
     return Exchange(mode, request, http_status=response.status_code, response=parsed, error=error, cut=cut,
-                    raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off)
+                    raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off, api=api)
+
+
+# The two clients come from one generator (Stainless): the same post() and the same error classes, by module.
+_ERRORS = {client: (module.APIStatusError, module.APITimeoutError, module.APIConnectionError)
+           for client, module in ((openai.OpenAI, openai), (anthropic.Anthropic, anthropic))}
 
 
 def send(connection: Connection, body: dict, mode: Mode) -> Exchange:
-    """Send ``body`` (a full chat-completions request, without ``stream``) in ``mode``; never raises for the engine.
+    """Send ``body`` (a full request of the connection's surface, without ``stream``) in ``mode``; never raises for
+    the engine.
 
-    ``post`` is the openai client's own way to send a body verbatim: its auth, base URL, timeouts and error
-    mapping, none of the typed layer's reshaping (which also costs a millisecond a request). The body is always
-    taken as a stream of bytes, so the transport's bounds apply while it is read.
+    ``post`` is the official client's own way to send a body verbatim: its auth, base URL, headers, timeouts and
+    error mapping, none of the typed layer's reshaping (which also costs a millisecond a request). The body is
+    always taken as a stream of bytes, so the transport's bounds apply while it is read.
     """
     if mode == "stream":
         body = {**body, "stream": True}
-    client, timeout_s = connection.openai, connection.target.timeout_s
+    client, timeout_s, api = connection.client, connection.target.timeout_s, connection.surface.id
+    status_error, timeout_error, connection_error = _ERRORS[type(client)]
     started = time.perf_counter()
     try:
-        response = client.post("/chat/completions", cast_to=httpx.Response, body=body, stream=True)
+        response = client.post(connection.path, cast_to=httpx.Response, body=body, stream=True)
         raw, error = _read(response)
-    except openai.APIStatusError as exc:  # the client has read the (bounded) error body already
+    except status_error as exc:  # the client has read the (bounded) error body already
         response, raw, error = exc.response, exc.response.content, None
-    except openai.APITimeoutError as exc:
+    except timeout_error as exc:
         return Exchange(mode, _sent_body(exc.request, body), error=f"timeout: no answer within {timeout_s:g} s",
-                        latency_s=time.perf_counter() - started)
-    except openai.APIConnectionError as exc:
+                        latency_s=time.perf_counter() - started, api=api)
+    except connection_error as exc:
         cause = exc.__cause__ or exc
         return Exchange(mode, _sent_body(exc.request, body), error=f"connection error: {type(cause).__name__}: {cause}",
-                        latency_s=time.perf_counter() - started)
+                        latency_s=time.perf_counter() - started, api=api)
     return _exchange(mode, _sent_body(response.request, body), response, raw, error, timeout_s,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, api)

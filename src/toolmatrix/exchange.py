@@ -47,7 +47,8 @@ class Message:
     content: str | None
     reasoning: str | None
     tool_calls: tuple[Call, ...]
-    finish_reason: Any
+    finish_reason: Any  # in the surface's own words
+    cut: bool = False  # the output limit (max tokens) ended the answer
 
 
 @attrs.frozen
@@ -64,6 +65,7 @@ class Exchange:
     raw_text: str | None = None  # body text when it was not JSON
     cut: Cut | None = None  # the answer was longer than the client keeps
     broken_off: bool = False  # the engine began an answer (status and headers) and closed it unfinished
+    api: str = "chat"  # the surface it went over (see ``surfaces``)
 
     @property
     def ok(self) -> bool:
@@ -73,9 +75,10 @@ class Exchange:
         """The answer as one message; None when there is none to read (error, or a body with no choice)."""
         if not self.ok:
             return None
-        if self.mode == "stream":
-            return assemble_stream(self.chunks)
-        return message_from_response(self.response)
+        from toolmatrix.surfaces import surface  # surfaces builds on this module
+
+        read = surface(self.api)
+        return read.assemble(self.chunks) if self.mode == "stream" else read.message(self.response)
 
 
 def _first_choice(body: Any) -> dict | None:
@@ -112,6 +115,7 @@ def message_from_response(body: Any) -> Message | None:
         reasoning=_reasoning(message),
         tool_calls=calls,
         finish_reason=choice.get("finish_reason"),
+        cut=choice.get("finish_reason") == "length",
     )
 
 
@@ -173,6 +177,7 @@ def _assemble_as_client(chunks: tuple[Any, ...]) -> Message:
         reasoning=_reasoning(snapshot) or None,
         tool_calls=tuple(_call_from(c) for c in raw_calls) if isinstance(raw_calls, list) else (),
         finish_reason=finish,
+        cut=finish == "length",
     )
 
 
@@ -202,4 +207,5 @@ def _assemble_tolerantly(chunks: tuple[Any, ...]) -> Message:
         reasoning="".join(reasoning) if reasoning else None,
         tool_calls=tuple(b.build() for b in builders.values()),
         finish_reason=finish,
+        cut=finish == "length",
     )

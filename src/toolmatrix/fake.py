@@ -19,7 +19,9 @@ from typing import Any, Callable
 
 import attrs
 
+from toolmatrix import fakesurfaces
 from toolmatrix.blame import ModelWords, split_reasoning
+from toolmatrix.fakesurfaces import SURFACE_FAULTS
 from toolmatrix.formats import get_family
 
 FAULTS = {
@@ -58,6 +60,7 @@ FAULTS = {
     "rename_call": "call names keep the template's 'functions.' prefix",
     "retype_value": "string argument values come back as one-element arrays",
     "render_differs": "the engine's render of the prompt leaves the tools out (its own template, not the model's)",
+    **SURFACE_FAULTS,
 }
 
 
@@ -266,23 +269,37 @@ class FakeServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def answer(self, body: dict) -> tuple[int, Any]:
-        """(status, body or list of chunks) for one request."""
+    def answer(self, body: dict, api: str = "chat") -> tuple[int, Any]:
+        """(status, body or list of chunks) for one request over ``api``: the Responses and Messages requests are
+        answered by the same chat core, their answers written in their own shapes (``fakesurfaces``)."""
         self.requests.append(body)
-        reply = self.responder(body)
+        chat = body if api == "chat" else fakesurfaces.to_chat(api, body)
+        reply = self.responder(chat)
         if "hang" in reply.faults:
             time.sleep(self.hang_s)
-        if "http_500" in reply.faults:
-            return 500, {"error": {"message": "Internal server error: failed to parse tool call", "code": 500}}
-        if "template_error" in reply.faults:
-            return 500, {"error": {"message": "TemplateError: This model only supports single tool-calls at once!"}}
-        if _invalid_tool_choice(body) and "accept_invalid" not in reply.faults:
-            return 400, {"error": {"message": f"invalid tool_choice {body.get('tool_choice')!r}", "code": 400}}
-        if "http_400" in reply.faults:
-            return 400, {"error": {"message": "unsupported request", "code": 400}}
+        status, problem = self._refusal(chat, reply)
+        if problem is not None:
+            return status, {"error": {"message": problem, "code": status}} if api == "chat" else \
+                fakesurfaces.error(api, status, problem, reply.faults)
+        if api != "chat":
+            stream = bool(body.get("stream"))
+            return 200, fakesurfaces.answer(api, *_message_parts(reply, stream), reply.faults, stream)
         if body.get("stream"):
             return 200, stream_chunks(reply)
         return 200, self._same_generation(body, completion_body(reply))
+
+    @staticmethod
+    def _refusal(body: dict, reply: Reply) -> tuple[int, str | None]:
+        """The error status and message the engine answers instead, or (200, None)."""
+        if "http_500" in reply.faults:
+            return 500, "Internal server error: failed to parse tool call"
+        if "template_error" in reply.faults:
+            return 500, "TemplateError: This model only supports single tool-calls at once!"
+        if _invalid_tool_choice(body) and "accept_invalid" not in reply.faults:
+            return 400, f"invalid tool_choice {body.get('tool_choice')!r}"
+        if "http_400" in reply.faults:
+            return 400, "unsupported request"
+        return 200, None
 
     def _same_generation(self, body: dict, answer: dict) -> dict:
         """What the engine's answer tells of its own generation when asked: llama-server's ``__verbose`` (raw
@@ -373,10 +390,15 @@ class FakeServer:
                     status, answer = 200, fake.detokenize(body)
                 elif self.path == "/v1/completions":
                     status, answer = fake.completions(body)
+                elif self.path in ("/v1/responses", "/v1/messages"):
+                    status, answer = fake.answer(body, self.path.rsplit("/", 1)[1])
                 else:
                     status, answer = fake.answer(body)
-                if status == 200 and body.get("stream"):
+                if status == 200 and body.get("stream") and self.path.endswith("/chat/completions"):
                     events = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in answer) + "data: [DONE]\n\n"
+                    self._send(200, events.encode(), "text/event-stream")
+                elif status == 200 and body.get("stream"):  # named events, no [DONE]: as the two APIs write them
+                    events = "".join(f"event: {c['type']}\ndata: {json.dumps(c, ensure_ascii=False)}\n\n" for c in answer)
                     self._send(200, events.encode(), "text/event-stream")
                 else:
                     self._send(status, json.dumps(answer, ensure_ascii=False).encode(), "application/json")

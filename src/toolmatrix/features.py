@@ -13,7 +13,14 @@ MULTI_TURN = "multi_turn"  # a tool result is sent back
 CASE_FEATURES = (*TOOL_CHOICE, PARALLEL_CALLS, PARALLEL_TOOL_CALLS_FALSE, MULTI_TURN)
 # Checks an engine may declare it fails by design (a response shape it is known to differ in): a gap, not a bug.
 CHECK_GAPS = ("call_ids", "finish_reason")
-FEATURES = CASE_FEATURES + CHECK_GAPS
+# A surface other than Chat Completions (see ``surfaces``), which an engine may declare it does not serve.
+SURFACE_FEATURES = ("api.responses", "api.messages")
+FEATURES = CASE_FEATURES + CHECK_GAPS + SURFACE_FEATURES
+
+
+def surface_features(api: str) -> tuple[str, ...]:
+    """What sending over ``api`` exercises: nothing for chat, ``api.NAME`` for the others."""
+    return () if api == "chat" else (f"api.{api}",)
 
 
 def fill_vocabulary(schema: object) -> object:

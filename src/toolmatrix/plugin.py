@@ -9,6 +9,7 @@ record, and stops the engine on every way out: pass, failure, Ctrl-C, SIGTERM. C
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import re
@@ -20,7 +21,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import attrs
@@ -42,6 +43,7 @@ from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_vers
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
+from toolmatrix.surfaces import CHAT, SURFACES
 from toolmatrix.specs import SpecErrors
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
@@ -54,6 +56,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--engine", metavar="ENGINE", help="engine spec id (engines/ENGINE.yaml), e.g. llamacpp; a,b: several pairs, in turn")
     group.addoption("--model", metavar="MODEL", help="model id from engines/models.yaml, or the served model name with --base-url; a,b: several pairs")
     group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
+    group.addoption("--api", metavar="API[,API]", type=api_list, default=(CHAT,),
+                    help=f"the surfaces each case is sent over: {', '.join(SURFACES)} (Chat Completions, the "
+                         f"Responses API, the Anthropic Messages API); default chat. Several: a results directory "
+                         f"each, DIR/API")
     group.addoption("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key (the key is never written anywhere)")
     group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
     group.addoption("--variant", metavar="NAME", help="docker variant of the engine spec, with --launcher=docker (e.g. llamacpp: cpu, local)")
@@ -81,6 +87,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--shard", metavar="ID", help="which shard of a fan-out plan this run is (set by the plan)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
+
+
+def api_list(value: str) -> tuple[str, ...]:
+    """``--api``: a comma list of known surfaces, each once, in the order given."""
+    apis = tuple(dict.fromkeys(a.strip() for a in value.split(",") if a.strip()))
+    unknown = [a for a in apis if a not in SURFACES]
+    if unknown or not apis:
+        raise argparse.ArgumentTypeError(f"{','.join(unknown) or repr(value)}: not a surface; known: {', '.join(SURFACES)}")
+    return apis
 
 
 def check_base_url(url: str) -> None:
@@ -165,8 +180,9 @@ class RunState:
                 require_renderer()
             except MissingDependency as exc:
                 raise pytest.UsageError(str(exc)) from None
+        self.apis: tuple[str, ...] = opt("--api")
         self.launcher: Any = None
-        self.writer: RecordWriter | None = None
+        self.writers: dict[str, RecordWriter] = {}  # per surface: its own results directory and run
         self.endpoint: dict[str, str] | None = None
         self.started = datetime.now(timezone.utc)
         results_dir = opt("--results-dir")
@@ -176,7 +192,20 @@ class RunState:
             # The random tail keeps ids apart when shards of one pair start in the same second on many machines.
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(3)}")
         self.verdicts: list[Posted] = []  # for the summary table (their lines are not kept)
-        self.paired: frozenset[str] = frozenset()  # cases selected in both modes (after -k, -m, deselection)
+        self.paired: dict[str, frozenset[str]] = {}  # per surface: cases selected in both modes (after -k, -m)
+
+    def run_id_of(self, api: str) -> str:
+        """The id of the run of one surface: a run (and a matrix cell) is one pair over one surface."""
+        return self.run_id if api == CHAT else f"{self.run_id}-{api}"
+
+    def results_dir_of(self, api: str) -> Path:
+        """Where one surface's run is written: the results directory itself, or DIR/API when there are several."""
+        assert self.results_dir is not None
+        return self.results_dir if len(self.apis) == 1 else self.results_dir / api
+
+    def open_writers(self) -> None:
+        if self.results_dir is not None:
+            self.writers = {api: RecordWriter(self.results_dir_of(api), self.portable.text) for api in self.apis}
 
     @property
     def engine_id(self) -> str:
@@ -224,7 +253,8 @@ class RunState:
         except LaunchError as exc:  # the pair cannot be served this way: say why, start nothing
             raise pytest.UsageError(f"--launcher={kind}: {exc}") from None
 
-    def runner(self) -> Runner:
+    @functools.cache  # noqa: B019 - one runner per surface for the session, which the state outlives
+    def runner(self, api: str) -> Runner:
         assert self.endpoint is not None
         target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
                         self.config.getoption("--request-timeout"), self.config.getoption("--max-answer-bytes"))
@@ -234,23 +264,25 @@ class RunState:
                 {"unavailable": "no engine spec (--engine) says how this server tells the model's raw text"}),
             make_http(target), self.family,
             read_template(self.model.chat_template) if self.model.chat_template else None, self.model.special_tokens)
-        return Runner(make_client(target), target.model, self.family, self.profile,
-                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id, witness, mode,
-                      self.paired)
+        return Runner(make_client(target, api), target.model, self.family, self.profile,
+                      self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id_of(api), witness, mode,
+                      self.paired.get(api, frozenset()))
 
     @property
     def profile(self) -> Profile:
         """What the model's spec adds to every request: the prelude and request defaults."""
         return Profile(self.model.prelude, self.model.request_defaults)
 
-    def run_info(self, finished: datetime | None, exit_status: ExitStatus, engine_death: EngineDeath | None) -> Run:
+    def run_info(self, api: str, finished: datetime | None, exit_status: ExitStatus,
+                 engine_death: EngineDeath | None) -> Run:
         describe = self.launcher.describe() if self.launcher else {
             "id": self.engine_id, "version": None, "launcher": launcher_kind(self.config), "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
         return Run.from_dict(self.portable.data({
             "schema_version": SCHEMA_VERSION,
-            "run_id": self.run_id,
+            "run_id": self.run_id_of(api),
             "pair": f"{self.model.id}@{self.engine_id}",
+            "api": api,
             "engine": describe,
             "model": {"id": self.model.id, "family": self.model.family, "served_name": self.model.served_name,
                       "weights": weights.get("weights"), "weights_sha256": weights.get("weights_sha256"),
@@ -266,16 +298,23 @@ class RunState:
             "case_shard": str(self.case_shard) if self.case_shard else None,
             "batch": self.config.getoption("--batch"),
             "shard": self.config.getoption("--shard"),
-            "counts": dict(self.writer.counts) if self.writer else {},
+            "counts": dict(self.writers[api].counts) if api in self.writers else {},
             "exit_status": exit_status,
             "engine_death": engine_death and attrs.asdict(engine_death),
         }))
 
 
-def item_key(nodeid: str) -> tuple[str, str] | None:
-    """(case id, mode) of a suite item's node id (``...::test_case[CASE-MODE]``, maybe with xdist's ``@group``)."""
-    found = re.search(r"::test_case\[(.+)-(nonstream|stream)\]", nodeid)
-    return (found.group(1), found.group(2)) if found else None
+class ItemKey(NamedTuple):
+    case_id: str
+    mode: str
+    api: str = CHAT
+
+
+def item_key(nodeid: str) -> ItemKey | None:
+    """What a suite item's node id names (``...::test_case[CASE-MODE]``, ``[CASE-MODE-API]`` over a surface other
+    than chat, maybe with xdist's ``@group``)."""
+    found = re.search(r"::test_case\[(.+)-(nonstream|stream)(?:-(responses|messages))?\]", nodeid)
+    return ItemKey(found.group(1), found.group(2), found.group(3) or CHAT) if found else None
 
 
 def option_given(config: pytest.Config, pattern: str) -> bool:
@@ -344,7 +383,7 @@ class Controller:
         self.exit_status = ExitStatus.COMPLETE
         self.page: Path | None = None
         self.watch: EngineWatch | None = None
-        self.crashed: dict[tuple[str, str], str] = {}  # (case id, mode) -> why, for cases lost with a worker
+        self.crashed: dict[ItemKey, str] = {}  # why, for cases lost with a worker
 
     @property
     def death(self) -> EngineDeath | None:
@@ -360,7 +399,7 @@ class Controller:
             self.exit_status = ExitStatus.LOST
             if config.getoption("--results-dir"):
                 check_results_dir(config.getoption("--results-dir"))
-                state.writer = RecordWriter(state.results_dir, state.portable.text)
+                state.open_writers()
             return
         _stop_on_sigterm()
         state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
@@ -376,8 +415,7 @@ class Controller:
         config.get_terminal_writer().line(
             f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
             f"in {time.monotonic() - started:.1f}s")
-        if config.getoption("--results-dir"):
-            state.writer = RecordWriter(state.results_dir, state.portable.text)
+        state.open_writers()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The single writer: records reach the controller inside the call report, from any worker."""
@@ -391,25 +429,25 @@ class Controller:
     def write(self, posted: Posted) -> None:
         posted = self.watch.observe(posted) if self.watch else posted
         self.state.verdicts.append(posted._replace(line=""))  # the summary counts; the line is on disk
-        if self.state.writer is not None:
-            self.state.writer.write(posted)
+        if posted.api in self.state.writers:
+            self.state.writers[posted.api].write(posted)
 
-    def _write_lost(self, case_id: str, mode: str, model: str, why: str, **check: str) -> None:
-        case = self.state.cases[case_id]
-        body = build_request(case, model, self.state.profile)
-        self.write(Posted.of(lost_record(case, mode, body, self.state.run_id, why, **check)))
+    def _write_lost(self, key: ItemKey, model: str, why: str, **check: str) -> None:
+        state = self.state
+        case = state.cases[key.case_id]
+        body = build_request(case, model, state.profile)
+        self.write(Posted.of(lost_record(case, key.mode, body, state.run_id_of(key.api), why, api=key.api, **check)))
 
     def record_lost(self, items: list[pytest.Item], reason: str) -> None:
         """An error record, blamed on infra, for every selected item of a shard its executor lost."""
-        for case_id, mode in filter(None, (item_key(item.nodeid) for item in items)):
-            self._write_lost(case_id, mode, self.state.model.served_name, reason, check="executor",
-                             kind="SHARD_LOST")
+        for key in filter(None, (item_key(item.nodeid) for item in items)):
+            self._write_lost(key, self.state.model.served_name, reason, check="executor", kind="SHARD_LOST")
 
     def write_lost(self) -> None:
         """Records for the cases that died with a worker and were not run again (a scope scheduler reruns the
         rest of a crashed worker's group, the crashed case included; load and worksteal drop it)."""
-        for (case_id, mode), why in self.crashed.items():
-            self._write_lost(case_id, mode, self.state.endpoint["model"], why)
+        for key, why in self.crashed.items():
+            self._write_lost(key, self.state.endpoint["model"], why)
         self.crashed.clear()
 
     @pytest.hookimpl(trylast=True)
@@ -430,36 +468,44 @@ class Controller:
 
     def finish(self) -> None:
         state = self.state
-        info = state.run_info(datetime.now(timezone.utc), self.exit_status, self.death) if state.writer else None
+        finished = datetime.now(timezone.utc)
+        runs = {api: state.run_info(api, finished, self.exit_status, self.death) for api in state.writers}
         if state.launcher is not None:
             state.launcher.stop()
-        if state.writer is not None and info is not None:
-            state.writer.close(info)
-            self.page = self.build_page(state.writer.directory)
-            state.writer = None
+        writers, state.writers = state.writers, {}
+        for api, writer in writers.items():
+            writer.close(runs[api])
+        if writers:
+            self.page = self.build_page([w.directory for w in writers.values()], state.results_dir)
 
-    def build_page(self, directory: Path) -> Path | None:
-        """The matrix page of this run, beside its results (a page problem never hides the results)."""
+    def build_page(self, directories: list[Path], results_dir: Path) -> Path | None:
+        """The matrix page of this run (a cell per surface), beside its results (a page problem never hides the
+        results)."""
         if self.state.config.getoption("--no-matrix"):
             return None
         from toolmatrix.matrix import build_matrix
 
         try:
-            build_matrix([directory], directory / "matrix")
+            build_matrix(directories, results_dir / "matrix")
         except Exception as exc:  # noqa: BLE001 - the run's results are already safe on disk
             self.state.config.get_terminal_writer().line(f"toolmatrix: matrix page not built: {exc}", red=True)
             return None
-        return directory / "matrix" / "index.html"
+        return results_dir / "matrix" / "index.html"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.state
         if not state.verdicts:
             return
-        terminalreporter.write_sep("=", f"toolmatrix: {state.model.id}@{state.engine_id}")
-        terminalreporter.write_line(summary_table(state.verdicts))
-        results = state.config.getoption("--results-dir")
-        if results:
-            terminalreporter.write_line(f"results: {Path(results) / 'results.jsonl'} and {Path(results) / RUN}")
+        for api in state.apis:
+            posted = [p for p in state.verdicts if p.api == api]
+            if not posted:
+                continue
+            over = "" if state.apis == (CHAT,) else f" over {api}"
+            terminalreporter.write_sep("=", f"toolmatrix: {state.model.id}@{state.engine_id}{over}")
+            terminalreporter.write_line(summary_table(posted))
+            if state.results_dir is not None:
+                results = state.results_dir_of(api)
+                terminalreporter.write_line(f"results: {results / 'results.jsonl'} and {results / RUN}")
         if self.page:
             terminalreporter.write_line(f"matrix page: {self.page}  (merge runs: toolmatrix matrix build DIR... -o OUT)")
         if self.death:
@@ -504,13 +550,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state: RunState | None = config.stash.get(state_key, None)
     if state is None:
         return
-    modes: dict[str, set[str]] = {}
+    modes: dict[tuple[str, str], set[str]] = {}
     for item in items:
         key = item_key(item.nodeid)
         if key is not None:
-            modes.setdefault(key[0], set()).add(key[1])
+            modes.setdefault((key.api, key.case_id), set()).add(key.mode)
             item.repr_failure = functools.partial(case_failure_repr, item)  # type: ignore[method-assign]
-    state.paired = frozenset(case for case, selected in modes.items() if len(selected) == len(MODES))
+    paired = [(api, case) for (api, case), selected in modes.items() if len(selected) == len(MODES)]
+    state.paired = {api: frozenset(case for a, case in paired if a == api) for api in state.apis}
     reason = config.getoption("--record-lost")
     if reason and is_controller(config):  # with -n 0: the executor runs this on its own machine
         config.pluginmanager.get_plugin("toolmatrix-controller").record_lost(items, reason)
@@ -533,16 +580,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if state is None or "tm_case" not in metafunc.fixturenames:
         return
     params = [
-        pytest.param(case, mode, id=f"{case.id}-{mode}")
+        pytest.param(case, mode, api, id=f"{case.id}-{mode}" + ("" if api == CHAT else f"-{api}"))
+        for api in state.apis
         for case in state.cases.values()
         for mode in MODES
     ]
-    metafunc.parametrize(("tm_case", "tm_mode"), params)
+    metafunc.parametrize(("tm_case", "tm_mode", "tm_api"), params)
 
 
 @pytest.fixture(scope="session")
-def toolmatrix_runner(pytestconfig: pytest.Config) -> Runner:
+def toolmatrix_runners(pytestconfig: pytest.Config) -> Any:
+    """The runner of each surface (``runners(api)``), made when first asked for."""
     state: RunState = pytestconfig.stash[state_key]
     if state.endpoint is None:
         pytest.skip("no engine running")
-    return state.runner()
+    return state.runner

@@ -231,6 +231,7 @@ class Record:
     blamed_by: BlameSource | None = None  # on a failure: what decided the blame
     wire_blame: Blame | None = None  # where evidence decided: the blame the wire rules alone would have given
     replay: ReplayInfo | None = None  # parser-replay tier only; None on a live record
+    api: str = "chat"  # the surface the case went over: chat | responses | messages
 
     @property
     def tier(self) -> str:
@@ -265,13 +266,14 @@ class Posted(NamedTuple):
     conformant: bool | None
     evidence: str | None = None  # its status (and source), where asked
     wire_blame: str | None = None  # where evidence decided the blame: the wire rules' own
+    api: str = "chat"  # the surface: which run (results directory) the record belongs to
 
     @classmethod
     def of(cls, record: Record) -> Posted:
         return cls(record.encode(), record.category, record.mode, record.verdict.value,
                    record.blame.value if record.blame else None, record.outcome.conformant,
                    record.evidence.label if record.evidence else None,
-                   record.wire_blame.value if record.wire_blame else None)
+                   record.wire_blame.value if record.wire_blame else None, record.api)
 
 
 class Outcome(NamedTuple):
@@ -330,9 +332,20 @@ class Run:
     shard: str | None = None  # which shard of that plan (--shard)
     exit_status: ExitStatus | None = None
     engine_death: EngineDeath | None = None
+    api: str = "chat"  # the surface every case of the run went over: a cell per model x engine x surface
 
     def to_dict(self) -> dict:
         return _converter.unstructure(self)
+
+    @property
+    def cell_key(self) -> str:
+        """The matrix cell: the pair, and the surface where it is not Chat Completions."""
+        return self.pair if self.api == "chat" else f"{self.pair} [{self.api}]"
+
+    @property
+    def column(self) -> str:
+        """The page's column: the engine, and the surface where it is not Chat Completions."""
+        return self.engine_id if self.api == "chat" else f"{self.engine_id} [{self.api}]"
 
     @classmethod
     def from_dict(cls, data: dict) -> Run:
@@ -361,9 +374,10 @@ class Run:
         if self.engine.get("tier") == "replay":
             return ["toolmatrix", "replay", "--fixtures", self.option("--fixtures") or "FIXTURES.jsonl",
                     "--engine", self.engine["id"]]
+        api = [f"--api={self.api}"] if self.api != "chat" else []
         if self.engine.get("launcher") == "external" and self.engine.get("base_url"):
-            return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}"]
-        return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}"]
+            return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}", *api]
+        return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}", *api]
 
 
 def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
@@ -483,7 +497,8 @@ class RunInfo:
 
     @property
     def pair(self) -> str:
-        return self.run.pair
+        """The matrix cell this run belongs to (the pair, with its surface)."""
+        return self.run.cell_key
 
     @property
     def run_id(self) -> str:

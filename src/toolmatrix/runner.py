@@ -17,6 +17,8 @@ from toolmatrix.exchange import Exchange, Message, Mode
 from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
 from toolmatrix.evidence import Witness
+from toolmatrix.features import surface_features
+from toolmatrix.surfaces import CHAT, surface
 from toolmatrix.results import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
                                 Word)
 
@@ -38,7 +40,8 @@ class Profile:
 
 
 def build_request(case: Case, model: str, profile: Profile) -> dict:
-    """The chat-completions body for a case (``stream`` is added by the client per mode)."""
+    """The chat-completions body for a case (``stream`` is added by the client per mode; another surface says
+    it in its own words, see ``surfaces``)."""
     messages = list(case.messages)
     # The prelude goes after the case's leading system messages, so a system prompt still comes first.
     head = 0
@@ -77,17 +80,19 @@ def _exchange_fields(ex: Exchange) -> dict[str, Any]:
 
 
 def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str, *, check: str = "worker",
-                kind: str = "WORKER_LOST") -> Record:
+                kind: str = "WORKER_LOST", api: str = CHAT) -> Record:
     """The record of a case whose answer never came back, because the process (or machine) running it died."""
-    return _failed_record(case, mode, body, run_id, CheckResult(check, CheckOutcome.FAIL, Blame.INFRA, reason, kind))
+    return _failed_record(case, mode, body, run_id, CheckResult(check, CheckOutcome.FAIL, Blame.INFRA, reason, kind),
+                          api=api)
 
 
 def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: CheckResult,
-                   exchange: Exchange | None = None) -> Record:
-    """An ``error`` record that one check decides, with the exchange where there was one."""
-    fields = _exchange_fields(exchange) if exchange is not None else {"request": body}
+                   exchange: Exchange | None = None, api: str = CHAT) -> Record:
+    """An ``error`` record that one check decides, with the exchange where there was one (else the chat ``body``
+    as the surface would have sent it)."""
+    fields = _exchange_fields(exchange) if exchange is not None else {"request": surface(api).request(body)}
     return Record(run_id, case.id, case.category, mode, Verdict.ERROR, check.blame, f"{check.name}: {check.detail}",
-                  (check,), description=case.description or None, **fields)
+                  (check,), description=case.description or None, api=api, **fields)
 
 
 def redact(record: Record, secret: str | None) -> Record:
@@ -141,7 +146,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - ours, not the engine's: say so on this record and go on
             detail = f"{type(exc).__name__}: {str(exc)[:300]}"
             check = CheckResult("harness", CheckOutcome.FAIL, Blame.INFRA, detail, HARNESS)
-            record = _failed_record(case, mode, body, self.run_id, check, exchange)
+            record = _failed_record(case, mode, body, self.run_id, check, exchange, self.api)
         return redact(record, self.client.target.secret)
 
     def _nonstream(self, case: Case, body: dict) -> Exchange:
@@ -157,8 +162,13 @@ class Runner:
         return answer
 
     @property
+    def api(self) -> str:
+        return self.client.surface.id
+
+    @property
     def _same_generation_fields(self) -> Mapping[str, Any]:
-        if self.witness is None or self.evidence_mode is EvidenceMode.OFF:
+        # The engines' same-generation fields are chat fields: over another surface the evidence is regenerated.
+        if self.witness is None or self.evidence_mode is EvidenceMode.OFF or self.api != CHAT:
             return {}
         return self.witness.request_fields
 
@@ -172,15 +182,17 @@ class Runner:
                 c.parsed_arguments() is not None for c in message.tool_calls):
             followup = self._followup(case, mode, body, exchange)
             checks += followup.checks
-        decision = judge(checks, self.unsupported, case.features)
+        features = (*case.features, *surface_features(self.api))
+        decision = judge(checks, self.unsupported, features)
         evidence, blamed_by, wire_blame = None, None, None
         if self._wants_evidence(decision.verdict):
-            generated = (exchange if mode == "nonstream" else reference).response  # the one the evidence reads
+            # The non-streamed chat answer's body, which a same-generation protocol reads.
+            generated = (exchange if mode == "nonstream" else reference).response if self.api == CHAT else None
             evidence = self._evidence(case, body, message, generated)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
                 wire_blame = decision.blame if decided else None
-                decision = judge(checks, self.unsupported, case.features)
+                decision = judge(checks, self.unsupported, features)
                 blamed_by = BlameSource.EVIDENCE if decided else None
         if decision.verdict is not Verdict.PASS:
             blamed_by = blamed_by or BlameSource.WIRE
@@ -188,7 +200,7 @@ class Runner:
             self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
-            evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, **_exchange_fields(exchange))
+            evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, **_exchange_fields(exchange))
 
     def _wants_evidence(self, verdict: Verdict) -> bool:
         # An error has no answer to weigh: there is nothing for the model's words to be compared with.

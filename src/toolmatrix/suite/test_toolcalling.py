@@ -1,4 +1,5 @@
-"""The compatibility suite: every case of the library, non-streamed and streamed, against one pair.
+"""The compatibility suite: every case of the library, non-streamed and streamed, over each surface asked
+(``--api``), against one pair.
 
 Collected only when a target is given (``--engine``/``--base-url``); parametrized by the plugin.
 """
@@ -9,8 +10,8 @@ from toolmatrix.plugin import RECORD_KEY
 from toolmatrix.results import Posted, Verdict
 
 
-def test_case(tm_case, tm_mode, toolmatrix_runner, record_property):
-    record = toolmatrix_runner.run(tm_case, tm_mode)
+def test_case(tm_case, tm_mode, tm_api, toolmatrix_runners, record_property):
+    record = toolmatrix_runners(tm_api).run(tm_case, tm_mode)
     record_property(RECORD_KEY, tuple(Posted.of(record)))
     if record.verdict is Verdict.UNSUPPORTED:
         pytest.xfail(f"unsupported: {record.reason}")

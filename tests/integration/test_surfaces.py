@@ -1,0 +1,147 @@
+"""The Responses and Anthropic Messages surfaces against the fake server: each case translated faithfully, read
+back as the official clients read it, and each surface's own fault classes caught by the named check.
+
+Requests go through the real ``openai`` and ``anthropic`` clients over HTTP, as against an engine. Every fault row
+runs twice: without the fault the case passes, with it the named check is the first to fail with the named blame.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from toolmatrix.client import Target, make_client
+from toolmatrix.fake import FakeServer, Reply
+from toolmatrix.fakesurfaces import SURFACE_FAULTS
+from toolmatrix.formats import get_family
+from toolmatrix.runner import Runner
+from toolmatrix.surfaces import MESSAGES, RESPONSES
+
+from test_faults import BOTH, CASES, CORRECT, NONSTREAM, STREAM, Scripted, first_failure
+
+SURFACES = (RESPONSES, MESSAGES)
+
+# (source, fault, surface, case, modes, first failing check, blame, verdict): each surface's own fault classes.
+SURFACE_ROWS = [
+    ("vLLM #44000 (status of a finished answer)", "resp_status_wrong", RESPONSES, "single", BOTH, "finish_reason", "engine", "fail"),
+    ("vLLM #23222 (streamed function calls)", "resp_stream_calls_only_at_end", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Responses stream grammar", "resp_stream_done_mismatch", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Responses stream grammar", "resp_stream_no_completed", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Responses 4xx shape", "resp_error_shape", RESPONSES, "choice_invalid", BOTH, "wire_shape", "engine", "fail"),
+    ("LiteLLM #30043 (tool_use.input a string)", "msg_input_string", MESSAGES, "single", NONSTREAM, "wire_shape", "engine", "fail"),
+    ("vLLM #44576 (Claude Code stops: stop_reason)", "msg_stop_end_turn", MESSAGES, "single", BOTH, "finish_reason", "engine", "fail"),
+    ("LiteLLM #29491 (tool input as text)", "msg_stream_text_delta_tool", MESSAGES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Messages stream grammar", "msg_stream_no_block_stop", MESSAGES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Messages stream grammar", "msg_stream_no_message_stop", MESSAGES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("Messages 4xx shape", "msg_error_shape", MESSAGES, "choice_invalid", BOTH, "wire_shape", "engine", "fail"),
+]
+
+# Chat-core faults that reach every surface unchanged: (fault, case, modes, first failing check, blame, verdict).
+CARRIED_ROWS = [
+    ("http_500", "single", BOTH, "http_status", "engine", "error"),
+    ("accept_invalid", "choice_invalid", BOTH, "http_status", "engine", "fail"),
+    ("args_truncated", "single", STREAM, "arguments_json", "engine", "fail"),
+    ("length_cut", "single", STREAM, "arguments_json", "model", "fail"),
+    ("ids_missing", "single", NONSTREAM, "wire_shape", "engine", "fail"),
+    ("ids_duplicate", "parallel", BOTH, "call_ids", "engine", "fail"),
+    ("marker_residue", "single", BOTH, "no_marker_leak", "engine", "fail"),
+    ("unparsed", "single", BOTH, "no_unparsed_call", "engine", "fail"),
+    ("double_encode", "nested", BOTH, "arguments_schema", "engine", "fail"),
+    ("drop_argument", "single", BOTH, "arguments_schema", "model", "fail"),
+    ("extra_call", "no_parallel", BOTH, "parallel_tool_calls", "engine", "fail"),
+    ("stream_diverge", "single", STREAM, "stream_consistency", "engine", "fail"),
+]
+
+
+@pytest.fixture(scope="module")
+def server():
+    script = Scripted()
+    with FakeServer(script, hang_s=1.5) as fake:
+        fake.script = script
+        yield fake
+
+
+def run_over(server, api: str, case_name: str, mode: str, reply: Reply, unsupported=None):
+    server.script.reply = reply
+    server.script.followup = Reply(content="It is 21 °C in Paris.")
+    runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75), api), "fake", get_family("hermes"),
+                    unsupported=unsupported or {})
+    return runner.run(CASES[case_name], mode)
+
+
+def test_every_surface_fault_is_exercised():
+    assert {row[1] for row in SURFACE_ROWS} == set(SURFACE_FAULTS)
+
+
+@pytest.mark.parametrize("api", SURFACES)
+@pytest.mark.parametrize("case_name", sorted(CORRECT))
+@pytest.mark.parametrize("mode", BOTH)
+def test_a_correct_engine_passes_over_every_surface(server, api, case_name, mode):
+    record = run_over(server, api, case_name, mode, CORRECT[case_name])
+    assert record.verdict == "pass", first_failure(record)
+    assert record.api == api
+
+
+@pytest.mark.parametrize(
+    ("fault", "api", "case_name", "mode", "check", "blame", "expected"),
+    [pytest.param(*row[1:4], mode, *row[5:], id=f"{row[1]}-{mode}") for row in SURFACE_ROWS for mode in row[4]]
+    + [pytest.param(row[0], api, row[1], mode, *row[3:], id=f"{row[0]}-{api}-{mode}")
+       for row in CARRIED_ROWS for api in SURFACES for mode in row[2]],
+)
+def test_a_surface_fault_is_caught(server, fault, api, case_name, mode, check, blame, expected):
+    correct = CORRECT[case_name]
+    record = run_over(server, api, case_name, mode, Reply(correct.calls, correct.content, faults=frozenset({fault})))
+    failed = first_failure(record)
+    assert failed is not None and (failed.name, failed.blame) == (check, blame), record.checks
+    assert (record.verdict, record.blame) == (expected, blame)
+
+
+def test_tools_and_a_named_choice_are_said_in_each_surfaces_words(server):
+    record = run_over(server, RESPONSES, "choice_named", "nonstream", CORRECT["choice_named"])
+    assert record.request["tools"][0] == {"type": "function", "name": "get_weather",
+                                          "parameters": CASES["choice_named"].tools[0]["function"]["parameters"]}
+    assert record.request["tool_choice"] == {"type": "function", "name": "get_time"}
+    assert record.request["input"] == [{"role": "user", "content": "Weather in Paris?"}]
+    record = run_over(server, MESSAGES, "choice_named", "nonstream", CORRECT["choice_named"])
+    assert record.request["tools"][1] == {"name": "get_time", "input_schema": {"type": "object", "properties": {}}}
+    assert record.request["tool_choice"] == {"type": "tool", "name": "get_time"}
+    assert record.request["max_tokens"] > 0  # the Messages API requires it
+
+
+@pytest.mark.parametrize(("choice", "said"), [("required", {"type": "any"}), ("none", {"type": "none"}),
+                                              ("sometimes", {"type": "sometimes"})])
+def test_messages_tool_choice_words(server, choice, said):
+    from toolmatrix.surfaces import surface
+
+    assert surface(MESSAGES).request({"messages": [], "tool_choice": choice})["tool_choice"] == said
+
+
+def test_parallel_tool_calls_false_is_disable_parallel_tool_use(server):
+    record = run_over(server, MESSAGES, "no_parallel", "nonstream", CORRECT["no_parallel"])
+    assert record.request["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    assert "parallel_tool_calls" not in record.request
+    record = run_over(server, RESPONSES, "no_parallel", "nonstream", CORRECT["no_parallel"])
+    assert record.request["parallel_tool_calls"] is False
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_a_round_trip_joins_each_result_to_the_engines_own_call_id(server, mode):
+    record = run_over(server, RESPONSES, "round_trip", mode, CORRECT["round_trip"])
+    call, output = record.followup.request["input"][-2:]
+    assert record.verdict == "pass", first_failure(record)
+    assert (call["type"], output["type"]) == ("function_call", "function_call_output")
+    assert call["call_id"] == output["call_id"] == "call_0" and output["output"] == '{"temperature_c": 21}'
+    record = run_over(server, MESSAGES, "round_trip", mode, CORRECT["round_trip"])
+    assistant, user = record.followup.request["messages"][-2:]
+    assert record.verdict == "pass", first_failure(record)
+    assert assistant["content"][-1] == {"type": "tool_use", "id": "call_0", "name": "get_weather",
+                                        "input": {"city": "Paris"}}
+    assert user == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0",
+                                                 "content": '{"temperature_c": 21}'}]}
+
+
+def test_a_surface_the_engine_does_not_serve_is_unsupported_with_the_reason(server):
+    server.script.reply = CORRECT["single"]
+    record = run_over(server, MESSAGES, "single", "nonstream", Reply(faults=frozenset({"http_400"})),
+                      unsupported={"api.messages": "no /v1/messages route at this version"})
+    assert record.verdict == "unsupported"
+    assert "no /v1/messages route" in record.reason
