@@ -19,6 +19,8 @@ SURFACE_FAULTS = {
     "resp_stream_no_completed": "Responses: the stream ends without response.completed",
     "resp_stream_calls_only_at_end": "Responses: function calls are not streamed, only the final response holds them",
     "resp_error_shape": "Responses: an invalid request refused with a bare string, not an error object",
+    "resp_stream_no_output_index": "Responses: stream events name their item by item_id only, no output_index "
+                                   "(llama-server b11434)",
     "msg_input_string": "Messages: tool_use.input is a JSON string instead of an object",
     "msg_stop_end_turn": "Messages: stop_reason 'end_turn' although tool_use blocks are returned",
     "msg_stream_text_delta_tool": "Messages: a tool_use block's input streamed as text_delta, not input_json_delta",
@@ -175,6 +177,8 @@ def _responses(content: str | None, reasoning: str | None, calls: list[dict], fi
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     if "resp_stream_no_completed" not in faults:
         events.append({"type": f"response.{'incomplete' if finish == 'length' else 'completed'}", "response": body})
+    if "resp_stream_no_output_index" in faults:
+        events = [{k: v for k, v in e.items() if k != "output_index"} for e in events]
     return events
 
 

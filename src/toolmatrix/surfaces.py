@@ -38,6 +38,19 @@ def _events(chunks: Iterable[Any]) -> Iterator[tuple[int, dict]]:
             yield number, event
 
 
+def _output_keys(chunks: Iterable[Any]) -> Iterator[tuple[int, dict, Any]]:
+    """Responses events with the output item each is about: its ``output_index``, or, from an engine that leaves
+    that out (a wire_shape failure of its own), its item's id, so that two calls are still two."""
+    by_id: dict[Any, Any] = {}
+    for number, event in _events(chunks):
+        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        item_id = event.get("item_id", item.get("id"))
+        key = event.get("output_index", by_id.get(item_id, item_id))
+        if item_id is not None:
+            by_id.setdefault(item_id, key)
+        yield number, event, key
+
+
 class Surface:
     """One API surface: where requests go, how a chat request is said there, and how its answers read."""
 
@@ -145,7 +158,9 @@ def _responses_items(message: dict) -> list[dict]:
                  "output": _joined_text(message.get("content"))}]
     if role != "assistant":
         return [{"role": role, "content": _input_parts(message.get("content"))}]
-    items = [{"role": "assistant", "content": message["content"]}] if message.get("content") else []
+    # An earlier answer's text as the answer's own output item: what a client replaying its history sends back.
+    items = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": message["content"]}]}
+             ] if message.get("content") else []
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         items.append({"type": "function_call", "call_id": call.get("id"), "name": function.get("name"),
@@ -212,8 +227,8 @@ class Responses(Surface):
         the status from the terminal event."""
         items: dict[Any, dict] = {}
         final: dict = {}
-        for _, event in _events(chunks):
-            kind, index = event["type"], event.get("output_index")
+        for _, event, index in _output_keys(chunks):
+            kind = event["type"]
             if kind == "response.output_item.added" and isinstance(event.get("item"), dict):
                 item = dict(event["item"])
                 if item.get("type") == "function_call":
@@ -244,8 +259,8 @@ class Responses(Surface):
         calls: dict[Any, dict] = {}
         done: set = set()
         final = None
-        for number, event in _events(chunks):
-            kind, index = event["type"], event.get("output_index")
+        for number, event, index in _output_keys(chunks):
+            kind = event["type"]
             item = event.get("item") if isinstance(event.get("item"), dict) else {}
             if kind == "error" or kind == "response.failed":
                 return f"event {number}: {kind}: {_short(event.get('error') or event.get('response'), 120)}"

@@ -26,6 +26,7 @@ SURFACE_ROWS = [
     ("vLLM #23222 (streamed function calls)", "resp_stream_calls_only_at_end", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
     ("Responses stream grammar", "resp_stream_done_mismatch", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
     ("Responses stream grammar", "resp_stream_no_completed", RESPONSES, "single", STREAM, "stream_deltas", "engine", "fail"),
+    ("llama-server b11434", "resp_stream_no_output_index", RESPONSES, "parallel", STREAM, "wire_shape", "engine", "fail"),
     ("Responses 4xx shape", "resp_error_shape", RESPONSES, "choice_invalid", BOTH, "wire_shape", "engine", "fail"),
     ("LiteLLM #30043 (tool_use.input a string)", "msg_input_string", MESSAGES, "single", NONSTREAM, "wire_shape", "engine", "fail"),
     ("vLLM #44576 (Claude Code stops: stop_reason)", "msg_stop_end_turn", MESSAGES, "single", BOTH, "finish_reason", "engine", "fail"),
@@ -93,6 +94,13 @@ def test_a_surface_fault_is_caught(server, fault, api, case_name, mode, check, b
     failed = first_failure(record)
     assert failed is not None and (failed.name, failed.blame) == (check, blame), record.checks
     assert (record.verdict, record.blame) == (expected, blame)
+
+
+def test_events_without_output_index_still_keep_two_calls_apart(server):
+    """llama-server names a streamed item by its item_id alone: a wire_shape failure, yet its calls are read."""
+    record = run_over(server, RESPONSES, "parallel", "stream",
+                      Reply(CORRECT["parallel"].calls, faults=frozenset({"resp_stream_no_output_index"})))
+    assert [c.name for c in record.checks if c.failed] == ["wire_shape"]
 
 
 def test_tools_and_a_named_choice_are_said_in_each_surfaces_words(server):
