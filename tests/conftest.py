@@ -17,7 +17,7 @@ from toolmatrix.scheduling import GroupScheduling, wants_grouping
 
 LIVE = ("test_docker_live", "test_hostile", "test_live_cpu_engines", "test_live_llamacpp", "test_ray")
 ONE_WORKER = ("test_engine_death", "test_plugin_fake", "test_run_info_template", "test_selection",
-              "test_several_pairs", "test_usage", "test_worker_crash")
+              "test_several_pairs", "test_surfaces", "test_usage", "test_worker_crash")
 INTEGRATION = "tests/integration/"
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.results import RUN, Record, ResultsError, Run, read_run_info, repro_command, scan_records
+from toolmatrix.surfaces import MESSAGES, surface
 
 # A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
 GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")
@@ -23,10 +24,11 @@ ANSWER_CAP = 4000  # characters of an answer or raw text shown; the record holds
 
 
 def run_dirs(root: Path) -> list[Path]:
-    """``root`` if it is a results directory, else the results directories just below it (a snapshot)."""
+    """``root`` if it is a results directory, else the results directories below it: a snapshot's pairs, and a
+    run over several surfaces (``DIR/API``), one or two levels down."""
     if (root / RUN).is_file():
         return [root]
-    found = sorted(p.parent for p in root.glob(f"*/{RUN}"))
+    found = sorted(p.parent for pattern in (f"*/{RUN}", f"*/*/{RUN}") for p in root.glob(pattern))
     if not found:
         raise ResultsError(f"{root}: no {RUN} here or one level down: not a results directory")
     return found
@@ -53,14 +55,16 @@ def find_records(root: Path, case_id: str, mode: str | None, pair: str | None) -
 
 
 def curl_command(run: Run, request: dict) -> str:
-    """A shell command that sends ``request`` again: to ``$BASE_URL`` (default: where it went), with the run's
-    key variable, never a key."""
+    """A shell command that sends ``request`` again over the run's surface: to ``$BASE_URL`` (default: where it
+    went), with the run's key variable, never a key."""
     base = run.engine.get("base_url") or "http://127.0.0.1:8080/v1"
     key_var = run.option("--api-key-env")
-    lines = [f'curl -sS{"N" if request.get("stream") else ""} "${{BASE_URL:-{base}}}/chat/completions"',
+    lines = [f'curl -sS{"N" if request.get("stream") else ""} "${{BASE_URL:-{base}}}{surface(run.api).path}"',
              "-H 'Content-Type: application/json'"]
+    if run.api == MESSAGES:  # the anthropic client's headers
+        lines.append("-H 'anthropic-version: 2023-06-01'")
     if key_var:
-        lines.append(f'-H "Authorization: Bearer ${key_var}"')
+        lines.append(f'-H "x-api-key: ${key_var}"' if run.api == MESSAGES else f'-H "Authorization: Bearer ${key_var}"')
     lines.append("--data-binary @- <<'JSON'")
     # Indented JSON never holds a line that is just JSON: the here-document ends where it should.
     return " \\\n  ".join(lines) + "\n" + json.dumps(request, indent=2, ensure_ascii=False) + "\nJSON"

@@ -7,6 +7,10 @@ runs twice: without the fault the case passes, with it the named check is the fi
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from toolmatrix.client import Target, make_client
@@ -19,6 +23,7 @@ from toolmatrix.surfaces import MESSAGES, RESPONSES
 from test_faults import BOTH, CASES, CORRECT, NONSTREAM, STREAM, Scripted, first_failure
 
 SURFACES = (RESPONSES, MESSAGES)
+FAULT_CASES = Path(__file__).parents[1] / "data" / "fault_cases.yaml"
 
 # (source, fault, surface, case, modes, first failing check, blame, verdict): each surface's own fault classes.
 SURFACE_ROWS = [
@@ -153,3 +158,66 @@ def test_a_surface_the_engine_does_not_serve_is_unsupported_with_the_reason(serv
                       unsupported={"api.messages": "no /v1/messages route at this version"})
     assert record.verdict == "unsupported"
     assert "no /v1/messages route" in record.reason
+
+
+# -- the plugin: a run per surface ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def surfaces_run(tmp_path_factory):
+    from test_plugin_fake import run_pytest
+
+    from toolmatrix.fake import first_tool
+
+    results = tmp_path_factory.mktemp("surfaces")
+    with FakeServer(first_tool) as fake:
+        proc = run_pytest(tmp_path_factory.getbasetemp(), "-n", "2", "--base-url", fake.base_url, "--model", "fake",
+                          "--only-cases", "--cases", str(FAULT_CASES), "--api", "responses,messages",
+                          "--results-dir", str(results))
+        yield proc, results, fake
+
+
+def test_each_surface_is_a_run_of_its_own(surfaces_run):
+    from toolmatrix.results import check_results, read_records, read_run_info
+
+    proc, results, _ = surfaces_run
+    assert proc.returncode == 1, proc.stdout[-3000:]  # first_tool gets some cases wrong: failures, not errors
+    runs = {api: read_run_info(results / api).run for api in SURFACES}
+    assert {api: (run.api, run.pair) for api, run in runs.items()} == {
+        api: (api, "fake@external") for api in SURFACES}
+    assert runs[RESPONSES].run_id != runs[MESSAGES].run_id
+    for api in SURFACES:
+        assert check_results(results / api) == []
+        records = list(read_records(results / api))
+        assert len(records) == 2 * len(CASES) and {r.api for r in records} == {api}
+    assert "fake@external over responses" in proc.stdout and "fake@external over messages" in proc.stdout
+    table = (results / "matrix" / "matrix.md").read_text()
+    assert "external \\[responses\\]" in table and "external \\[messages\\]" in table
+
+
+def test_show_resends_a_messages_exchange_with_its_own_headers(surfaces_run):
+    import subprocess
+    import sys
+
+    from toolmatrix.results import read_records
+
+    _, results, fake = surfaces_run
+    record = next(r for r in read_records(results / MESSAGES) if r.mode == "nonstream" and r.request.get("tools"))
+    shown = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "show", str(results), record.case_id,
+                            "--mode", "nonstream", "--pair", "fake@external [messages]"],
+                           capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    curl = shown.stdout[shown.stdout.index("curl "):shown.stdout.index("\nJSON\n") + 6]
+    assert '/messages"' in curl and "anthropic-version: 2023-06-01" in curl
+    sent = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "BASE_URL": fake.base_url})
+    assert sent.returncode == 0, sent.stderr
+    assert fake.requests[-1] == record.request
+    assert json.loads(sent.stdout)["content"] == record.response["content"]
+
+
+def test_an_unknown_surface_is_a_usage_error(tmp_path):
+    from test_plugin_fake import run_pytest
+
+    proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "fake", "--api", "chat,grpc")
+    assert proc.returncode == 4 and "grpc: not a surface; known: chat, responses, messages" in proc.stderr
