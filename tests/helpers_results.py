@@ -73,9 +73,9 @@ def record(case_id: str, verdict: str = "pass", *, mode: str = "nonstream", cate
 def run_info(model: str, engine: str, run_id: str, started: str, *, launcher: str = "process",
              version: str | None = "b1234", flags: list[str] | None = None, counts: dict | None = None,
              host: str | None = None, gpus: tuple[str, ...] = (), case_shard: str | None = None,
-             batch: str | None = None, shard: str | None = None) -> dict:
+             batch: str | None = None, shard: str | None = None, api: str = "chat") -> dict:
     """run.json of a run; ``host`` and ``gpus`` (names) say which machine ran it, ``case_shard`` which slice,
-    ``batch`` and ``shard`` which fan-out and which of its shards."""
+    ``batch`` and ``shard`` which fan-out and which of its shards, ``api`` the surface."""
     engine_info: dict[str, Any] = {"id": engine, "version": version, "launcher": launcher,
                                    "flags": flags if flags is not None else ["--port", "8080", "--jinja"]}
     if launcher == "external":
@@ -88,7 +88,7 @@ def run_info(model: str, engine: str, run_id: str, started: str, *, launcher: st
         "model": {"id": model, "family": "hermes", "served_name": f"{model}-served"},
         "hardware": hardware, "started": started, "finished": started,
         "toolmatrix_version": "0.1.0", "counts": counts or {}, "exit_status": "complete", "case_shard": case_shard,
-        "batch": batch, "shard": shard,
+        "batch": batch, "shard": shard, **({"api": api} if api != "chat" else {}),
     }
 
 

@@ -255,7 +255,8 @@ class Responses(Surface):
     def stream_problem(self, chunks: tuple[Any, ...]) -> str | None:
         """A call's argument deltas before its item is announced, a call announced without call_id or name, the
         arguments .done or output_item.done other than the deltas joined, an item never done, no terminal
-        ``response.completed``, or a completed response whose calls are not the streamed ones."""
+        ``response.completed``, several items without ``output_index``, or a completed response whose calls are
+        not the streamed ones."""
         calls: dict[Any, dict] = {}
         done: set = set()
         final = None
@@ -285,6 +286,11 @@ class Responses(Surface):
                 final = event.get("response")
         if final is None:
             return "no response.completed (or response.incomplete) event ended the stream"
+        items = [e for _, e in _events(chunks) if e["type"] == "response.output_item.added"]
+        if len(items) > 1 and any("output_index" not in e for _, e in _events(chunks) if "item_id" in e or "item" in e):
+            # The openai client's stream state keys items by output_index: a second one so named makes it raise
+            # ("Duplicate response output index None"); one alone it copes with.
+            return f"{len(items)} output items streamed without output_index (named by item_id alone)"
         if missing := [i for i in calls if i not in done]:
             return f"function_call at output {missing[0]} never done (no response.output_item.done)"
         answer = self.message(final)

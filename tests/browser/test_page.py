@@ -251,3 +251,26 @@ def test_replay_cells_are_a_table_of_their_own_with_the_reason_in_each_empty_cel
     assert page.locator("#detail details.case").count() == 2
     assert page.locator("script").count() == 2  # the reason stayed text
     page.close()
+
+
+@pytest.fixture(scope="module")
+def with_surfaces(tmp_path_factory) -> Path:
+    """One pair over Chat Completions and over the Responses API: two cells, two columns."""
+    root = tmp_path_factory.mktemp("surfaces")
+    write_results(root / "chat", suite({"single.a": "pass", "single.b": "pass"}))
+    write_results(root / "responses", suite({"single.a": "pass", "single.b": "fail"}), run_id="run-2", api="responses")
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_each_surface_is_a_column_of_its_own(browser, with_surfaces):
+    page = open_page(browser, with_surfaces)
+    assert page.locator("#matrix thead th").all_inner_texts()[1:] == [
+        "e1\nb1234\n--jinja", "e1 [responses]\nb1234\n--jinja"]
+    assert cell(page, "m1@e1").locator(".rate").inner_text() == "100%"
+    over = cell(page, "m1@e1 [responses]")
+    assert over.locator(".rate").inner_text() == "50%"
+    over.locator("button").click()
+    assert page.locator("#detail h2").inner_text() == "m1@e1 [responses]"
+    assert page.locator("#detail details.case[data-case='single.b']").count() == 2
+    page.close()

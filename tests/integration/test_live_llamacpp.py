@@ -76,6 +76,38 @@ def test_live_run_completes_with_valid_results(live_run):
     assert sum(run["counts"].values()) == len(records)
 
 
+SURFACE_CASES = "single.get_weather_paris or multi_turn.answer_from_tool_result or tool_choice.required_greeting"
+
+
+@pytest.fixture(scope="module")
+def surfaces_run(tmp_path_factory):
+    """A few cases over the Responses and Messages APIs, which llama-server serves by converting them to chat."""
+    results = tmp_path_factory.mktemp("surfaces")
+    proc = subprocess.run(pytest_cmd("-n", "2", "--api", "responses,messages", "-k", SURFACE_CASES,
+                                     "--results-dir", str(results), "--no-matrix"),
+                          cwd=tmp_path_factory.getbasetemp(), capture_output=True, text=True, timeout=1800)
+    return proc, results
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_llama_server_answers_tool_calls_over_each_surface(surfaces_run, api):
+    proc, results = surfaces_run
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert check_results(results / api) == []
+    records = {(r.case_id, r.mode): r for r in read_records(results / api)}
+    assert len(records) == 6 and {r.api for r in records.values()} == {api}
+    single = records["single.get_weather_paris", "nonstream"]
+    calls = single.response["output"] if api == "responses" else single.response["content"]
+    kind = "function_call" if api == "responses" else "tool_use"
+    assert [c["name"] for c in calls if c["type"] == kind] == ["get_weather"], single.response
+    # The streamed answer, read as the official client reads it, holds the same call as the whole one.
+    streamed = records["single.get_weather_paris", "stream"]
+    assert next(c for c in streamed.checks if c.name == "stream_consistency").outcome == "pass", streamed.checks
+    # A conversation with an earlier call and its result, said in the surface's own items, is taken.
+    history = records["multi_turn.answer_from_tool_result", "nonstream"]
+    assert history.http_status == 200, history.response
+
+
 def test_the_run_says_which_llama_cpp_ran_and_nothing_of_the_machine(live_run, tmp_path_factory):
     """Build number and source commit, the log beside the results, no path of this machine in what is published."""
     _, results = live_run

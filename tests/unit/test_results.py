@@ -57,24 +57,33 @@ def test_the_committed_snapshot_builds_into_the_same_matrix(tmp_path):
         sum(n for _, _, verdict, blame, n in c["breakdown"] if (verdict, blame) != ("error", "infra")) for c in committed]
 
 
-QWEN = sorted((SNAPSHOT.parent / "cpu-qwen2.5-coder").glob("qwen2.5-coder-*@*"))
+CPU_SNAPSHOT = SNAPSHOT.parent / "cpu-qwen2.5-coder"
+# A pair's run over chat (MODEL@ENGINE/), and its runs over the other surfaces (MODEL@ENGINE-surfaces/API/).
+QWEN = sorted(p.parent for p in CPU_SNAPSHOT.glob("qwen2.5-coder-*@*/**/run.json"))
 
 
-@pytest.mark.parametrize("pair", QWEN, ids=lambda p: p.name)
+def snapshot_cell(run_dir: Path) -> str:
+    """The matrix cell a snapshot directory is named for."""
+    if run_dir.parent.name.endswith("-surfaces"):
+        return f"{run_dir.parent.name.removesuffix('-surfaces')} [{run_dir.name}]"
+    return run_dir.name
+
+
+@pytest.mark.parametrize("pair", QWEN, ids=lambda p: str(p.relative_to(CPU_SNAPSHOT)))
 def test_the_published_snapshot_is_whole_and_names_the_pinned_weights(pair):
-    """The README's table is read from these: every pair a full library run of the registry's weights."""
+    """The README's tables are read from these: every pair a full library run of the registry's weights."""
     from toolmatrix.registry import load_models
 
     assert check_results(pair) == []
     run = read_run_info(pair).run
-    assert len(list(read_records(pair))) == sum(run.counts.values()) == 252 and run.pair == pair.name
-    model = load_models()[pair.name.partition("@")[0]]
+    assert len(list(read_records(pair))) == sum(run.counts.values()) == 252 and run.cell_key == snapshot_cell(pair)
+    model = load_models()[run.model_id]
     assert json.loads((pair / "run.json").read_text())["model"]["weights_sha256"] == model.weights["gguf"]["sha256"]
 
 
 def test_the_published_page_holds_every_pair():
-    cells = json.loads((SNAPSHOT.parent / "cpu-qwen2.5-coder" / "matrix" / "matrix.json").read_text())["cells"]
-    assert len(QWEN) >= 4 and sorted(c["pair"] for c in cells) == [p.name for p in QWEN]
+    cells = json.loads((CPU_SNAPSHOT / "matrix" / "matrix.json").read_text())["cells"]
+    assert len(QWEN) >= 4 and sorted(c["pair"] for c in cells) == sorted(snapshot_cell(p) for p in QWEN)
 
 
 @pytest.mark.parametrize("pair", PAIRS[:1], ids=lambda p: p.name)
