@@ -263,8 +263,9 @@ class Responses(Surface):
         for number, event, index in _output_keys(chunks):
             kind = event["type"]
             item = event.get("item") if isinstance(event.get("item"), dict) else {}
-            if kind == "error" or kind == "response.failed":
-                return f"event {number}: {kind}: {_short(event.get('error') or event.get('response'), 120)}"
+            if kind == "error" or kind == "response.failed":  # the error event carries code and message itself
+                said = event.get("error") or event.get("message") or event.get("response")
+                return f"event {number}: {kind}: {_short(said, 120)}"
             if kind == "response.output_item.added" and item.get("type") == "function_call":
                 if not item.get("call_id") or not item.get("name"):
                     return f"event {number}: function_call announced without call_id or name: {_short(item)}"
