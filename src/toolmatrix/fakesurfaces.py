@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolmatrix.surfaces import MESSAGES, RESPONSES
+from toolmatrix.surfaces import MESSAGES, RESPONSES, joined_text
 
 SURFACE_FAULTS = {
     "resp_status_wrong": "Responses: a finished answer with status 'in_progress'",
@@ -34,12 +34,6 @@ def _pieces(text: Any, size: int = 7) -> list[Any]:
     if not isinstance(text, str):
         return [text]
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
-
-
-def _text_of(content: Any, kinds: tuple[str, ...]) -> Any:
-    if not isinstance(content, list):
-        return content
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in kinds)
 
 
 # -- requests, back into chat -------------------------------------------------------------------------------------
@@ -69,7 +63,7 @@ def _responses_to_chat(body: dict) -> dict:
         elif kind == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
         else:
-            messages.append({"role": item.get("role"), "content": _text_of(item.get("content"), ("input_text", "output_text"))})
+            messages.append({"role": item.get("role"), "content": joined_text(item.get("content"), ("input_text", "output_text"))})
     chat = {k: v for k, v in body.items() if k not in ("input", "instructions", "tools", "tool_choice", "max_output_tokens")}
     chat["messages"] = messages
     if "tools" in body:
@@ -98,7 +92,7 @@ def _messages_to_chat(body: dict) -> dict:
                      for b in blocks if b.get("type") == "tool_use"]
             messages.append({"role": "assistant", "content": texts or None, **({"tool_calls": calls} if calls else {})})
             continue
-        messages += [{"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": _text_of(b.get("content"), ("text",))}
+        messages += [{"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": joined_text(b.get("content"))}
                      for b in blocks if b.get("type") == "tool_result"]
         if any(b.get("type") == "text" for b in blocks):
             messages.append({"role": turn.get("role"), "content": texts})

@@ -26,9 +26,19 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _text(parts: Any, kinds: tuple[str, ...]) -> str | None:
     """The joined text of the content parts of the given types; None when there is none."""
-    texts = [p[key] for p in parts if isinstance(p, dict) and p.get("type") in kinds
-             for key in ("text", "thinking") if isinstance(p.get(key), str)] if isinstance(parts, list) else []
+    texts = [p["text"] for p in parts if isinstance(p, dict) and p.get("type") in kinds
+             and isinstance(p.get("text"), str)] if isinstance(parts, list) else []
     return "".join(texts) if texts else None
+
+
+def joined_text(content: Any, kinds: tuple[str, ...] = ("text",)) -> Any:
+    """A message's or a tool result's text: a list of parts of the given types joined, anything else as it is."""
+    return _text(content, kinds) or "" if isinstance(content, list) else content
+
+
+def _key(value: Any) -> Any:
+    """An event's index or id as a dict key: an engine may send a list or an object there (wire_shape says so)."""
+    return value if value is None or isinstance(value, (int, str)) else json.dumps(value, sort_keys=True, default=str)
 
 
 def _events(chunks: Iterable[Any]) -> Iterator[tuple[int, dict]]:
@@ -44,8 +54,8 @@ def _output_keys(chunks: Iterable[Any]) -> Iterator[tuple[int, dict, Any]]:
     by_id: dict[Any, Any] = {}
     for number, event in _events(chunks):
         item = event.get("item") if isinstance(event.get("item"), dict) else {}
-        item_id = event.get("item_id", item.get("id"))
-        key = event.get("output_index", by_id.get(item_id, item_id))
+        item_id = _key(event.get("item_id", item.get("id")))
+        key = _key(event["output_index"]) if "output_index" in event else by_id.get(item_id, item_id)
         if item_id is not None:
             by_id.setdefault(item_id, key)
         yield number, event, key
@@ -139,25 +149,21 @@ class Chat(Surface):
 # -- the Responses API --------------------------------------------------------------------------------------------
 
 
-def _input_parts(content: Any) -> Any:
+def _text_parts(content: Any, kind: str) -> Any:
+    """Chat's text parts as the surface names them (Responses ``input_text``, Messages ``text``)."""
     if not isinstance(content, list):
         return content
-    return [{"type": "input_text", "text": p.get("text")} if isinstance(p, dict) and p.get("type") == "text" else p
+    return [{"type": kind, "text": p.get("text")} if isinstance(p, dict) and p.get("type") == "text" else p
             for p in content]
-
-
-def _joined_text(content: Any) -> Any:
-    """A tool result's text: a list of text parts joined, anything else as it is."""
-    return _text(content, ("text",)) or "" if isinstance(content, list) else content
 
 
 def _responses_items(message: dict) -> list[dict]:
     role = message.get("role")
     if role == "tool":
         return [{"type": "function_call_output", "call_id": message.get("tool_call_id"),
-                 "output": _joined_text(message.get("content"))}]
+                 "output": joined_text(message.get("content"))}]
     if role != "assistant":
-        return [{"role": role, "content": _input_parts(message.get("content"))}]
+        return [{"role": role, "content": _text_parts(message.get("content"), "input_text")}]
     # An earlier answer's text as the answer's own output item: what a client replaying its history sends back.
     items = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": message["content"]}]}
              ] if message.get("content") else []
@@ -310,13 +316,6 @@ class Responses(Surface):
 # -- the Anthropic Messages API -----------------------------------------------------------------------------------
 
 
-def _blocks(content: Any) -> Any:
-    if not isinstance(content, list):
-        return content
-    return [{"type": "text", "text": p.get("text")} if isinstance(p, dict) and p.get("type") == "text" else p
-            for p in content]
-
-
 def _tool_use(call: dict) -> dict:
     function = call.get("function") or {}
     arguments = function.get("arguments")
@@ -334,9 +333,9 @@ def _anthropic_messages(messages: list[dict]) -> tuple[list[str], list[dict]]:
     for message in messages:
         role, content = message.get("role"), message.get("content")
         if role in ("system", "developer"):
-            system.append(_joined_text(content))
+            system.append(joined_text(content))
         elif role == "tool":
-            result = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _blocks(content)}
+            result = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _text_parts(content, "text")}
             if turns and turns[-1]["role"] == "user" and isinstance(turns[-1]["content"], list) and all(
                     b.get("type") == "tool_result" for b in turns[-1]["content"]):
                 turns[-1]["content"].append(result)
@@ -346,7 +345,7 @@ def _anthropic_messages(messages: list[dict]) -> tuple[list[str], list[dict]]:
             text = [{"type": "text", "text": content}] if isinstance(content, str) and content else []
             turns.append({"role": "assistant", "content": text + [_tool_use(c) for c in message["tool_calls"]]})
         else:
-            turns.append({"role": role, "content": _blocks(content)})
+            turns.append({"role": role, "content": _text_parts(content, "text")})
     return system, turns
 
 
@@ -420,7 +419,7 @@ class Messages(Surface):
         blocks: dict[Any, dict] = {}
         stop = None
         for _, event in _events(chunks):
-            kind, index = event["type"], event.get("index")
+            kind, index = event["type"], _key(event.get("index"))
             if kind == "message_start" and isinstance(event.get("message"), dict):
                 stop = event["message"].get("stop_reason")
             elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
@@ -448,7 +447,7 @@ class Messages(Surface):
         stopped: set = set()
         stop_reason = None
         for number, event in events:
-            kind, index = event["type"], event.get("index")
+            kind, index = event["type"], _key(event.get("index"))
             if kind == "error":
                 return f"event {number}: error: {_short(event.get('error'), 120)}"
             if kind == "content_block_start":

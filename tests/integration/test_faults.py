@@ -101,10 +101,10 @@ def server():
 
 
 def run_case(server, case_name: str, mode: str, reply: Reply, followup_faults=frozenset(), unsupported=None,
-             followup_content="It is 21 °C in Paris."):
+             followup_content="It is 21 °C in Paris.", api: str = "chat"):
     server.script.reply = reply
     server.script.followup = Reply(content=followup_content, faults=followup_faults)
-    runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75)), "fake", get_family("hermes"),
+    runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75), api), "fake", get_family("hermes"),
                     unsupported=unsupported or {})
     return runner.run(CASES[case_name], mode)
 

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.client import Target, make_client
 from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.fakesurfaces import SURFACE_FAULTS
-from toolmatrix.formats import get_family
-from toolmatrix.runner import Runner
 from toolmatrix.surfaces import MESSAGES, RESPONSES
 
-from tests.integration.test_faults import BOTH, CASES, CORRECT, NONSTREAM, STREAM, Scripted, first_failure
+from tests.integration.test_faults import (  # noqa: F401 - server: the fault tests' fake, a fixture here too
+    BOTH, CASES, CORRECT, NONSTREAM, STREAM, first_failure, run_case, server)
 
 SURFACES = (RESPONSES, MESSAGES)
 FAULT_CASES = Path(__file__).parents[1] / "data" / "fault_cases.yaml"
@@ -60,20 +58,8 @@ CARRIED_ROWS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server():
-    script = Scripted()
-    with FakeServer(script, hang_s=1.5) as fake:
-        fake.script = script
-        yield fake
-
-
 def run_over(server, api: str, case_name: str, mode: str, reply: Reply, unsupported=None):
-    server.script.reply = reply
-    server.script.followup = Reply(content="It is 21 °C in Paris.")
-    runner = Runner(make_client(Target(server.base_url, "fake", timeout_s=0.75), api), "fake", get_family("hermes"),
-                    unsupported=unsupported or {})
-    return runner.run(CASES[case_name], mode)
+    return run_case(server, case_name, mode, reply, unsupported=unsupported, api=api)
 
 
 def test_every_surface_fault_is_exercised():
@@ -112,6 +98,30 @@ def test_events_without_output_index_still_keep_two_calls_apart(server):
     record = run_over(server, RESPONSES, "single", "stream",
                       Reply(CORRECT["single"].calls, faults=frozenset({"resp_stream_no_output_index"})))
     assert record.verdict == "pass", first_failure(record)
+
+
+HOSTILE_INDEX_STREAMS = {
+    RESPONSES: [{"type": "response.created", "response": {}},
+                {"type": "response.output_item.added", "output_index": [0],
+                 "item": {"type": "function_call", "id": ["fc"], "call_id": "c", "name": "get_weather"}},
+                {"type": "response.function_call_arguments.delta", "output_index": {"a": 1}, "delta": "{}"}],
+    MESSAGES: [{"type": "message_start", "message": {}},
+               {"type": "content_block_start", "index": [0], "content_block": {"type": "text", "text": ""}},
+               {"type": "content_block_delta", "index": {"a": 1}, "delta": {"type": "text_delta", "text": "x"}}],
+}
+
+
+@pytest.mark.parametrize("api", SURFACES)
+def test_an_index_that_is_a_list_or_an_object_is_the_engines_wire_shape(api):
+    """Not a harness error: the events are read (their keys made hashable) and wire_shape blames the engine."""
+    from toolmatrix.checks import CheckInput, run_checks
+    from toolmatrix.exchange import Exchange
+    from toolmatrix.formats import get_family
+
+    exchange = Exchange("stream", {}, http_status=200, chunks=tuple(HOSTILE_INDEX_STREAMS[api]), api=api)
+    checks = run_checks(CheckInput(CASES["single"], exchange, get_family("hermes"), CASES["single"].expect))
+    failed = next(c for c in checks if c.failed)
+    assert (failed.name, failed.blame) == ("wire_shape", "engine"), checks
 
 
 def test_tools_and_a_named_choice_are_said_in_each_surfaces_words(server):
