@@ -237,3 +237,93 @@ def test_an_unknown_surface_is_a_usage_error(tmp_path):
 
     proc = run_pytest(tmp_path, "--base-url", "http://127.0.0.1:9/v1", "--model", "fake", "--api", "chat,grpc")
     assert proc.returncode == 4 and "grpc: not a surface; known: chat, responses, messages" in proc.stderr
+
+
+def _stream(api: str, calls: int = 1) -> list[dict]:
+    """The fake's correct stream of ``calls`` weather calls over ``api``, as a list of events to bend."""
+    from toolmatrix.fakesurfaces import answer
+
+    chat_calls = [{"id": f"call_{i}", "type": "function",
+                   "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}} for i in range(calls)]
+    return answer(api, None, None, chat_calls, "tool_calls", frozenset(), True)
+
+
+def _drop(kind: str):
+    return lambda events: [e for e in events if e["type"] != kind]
+
+
+def _first_delta_before_its_item(events):
+    added = next(i for i, e in enumerate(events) if e["type"] == "response.output_item.added")
+    delta = next(i for i, e in enumerate(events) if e["type"] == "response.function_call_arguments.delta")
+    events.insert(added, events.pop(delta))
+    return events
+
+
+def _item_done_with(arguments):
+    def bend(events):
+        for e in events:
+            if e["type"] == "response.output_item.done":
+                e["item"] = {**e["item"], "arguments": arguments}
+        return events
+    return bend
+
+
+def _announced_without(field):
+    def bend(events):
+        for e in events:
+            for key in ("item", "content_block"):
+                if isinstance(e.get(key), dict) and e[key].get("type") in ("function_call", "tool_use"):
+                    e[key] = {k: v for k, v in e[key].items() if k != field}
+        return events
+    return bend
+
+
+def _first_event_moved_last(events):
+    return events[1:] + events[:1]
+
+
+def _stop_reason_dropped(events):
+    for e in events:
+        if e["type"] == "message_delta":
+            e["delta"] = {}
+    return events
+
+
+def _error_event(api):
+    def bend(events):
+        error = {"type": "error", "message": "parser failed"} if api == RESPONSES else \
+            {"type": "error", "error": {"type": "api_error", "message": "parser failed"}}
+        return events[:3] + [error] + events[3:]
+    return bend
+
+
+def _delta_for_an_unstarted_block(events):
+    return events + [{"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}]
+
+
+# (surface, how the correct stream is bent, what stream_problem says): each rule of each surface's stream grammar.
+STREAM_RULES = [
+    (RESPONSES, _first_delta_before_its_item, "which no function_call announced"),
+    (RESPONSES, _announced_without("call_id"), "announced without call_id or name"),
+    (RESPONSES, _item_done_with('{"city": "Lyon"}'), "output_item.done arguments"),
+    (RESPONSES, _drop("response.output_item.done"), "never done"),
+    (RESPONSES, _drop("response.completed"), "no response.completed"),
+    (RESPONSES, _error_event(RESPONSES), "error: parser failed"),
+    (MESSAGES, _first_event_moved_last, "does not begin with message_start"),
+    (MESSAGES, _delta_for_an_unstarted_block, "which no content_block_start began"),
+    (MESSAGES, _announced_without("id"), "tool_use block started without id or name"),
+    (MESSAGES, _drop("content_block_stop"), "never stopped"),
+    (MESSAGES, _stop_reason_dropped, "no message_delta carried a stop_reason"),
+    (MESSAGES, _drop("message_stop"), "does not end with message_stop"),
+    (MESSAGES, _error_event(MESSAGES), "parser failed"),
+]
+
+
+@pytest.mark.parametrize(("api", "bend", "said"), STREAM_RULES,
+                         ids=[f"{row[0]}-{row[2][:30]}" for row in STREAM_RULES])
+def test_each_stream_rule_fails_its_fault_and_passes_without(api, bend, said):
+    from toolmatrix.surfaces import surface
+
+    assert surface(api).stream_problem(tuple(_stream(api, 2))) is None
+    problem = surface(api).stream_problem(tuple(bend(_stream(api, 2))))
+    assert problem is not None and said in problem, problem
