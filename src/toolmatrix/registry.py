@@ -194,6 +194,7 @@ class EngineSpec:
     docker: DockerSpec | None = None
     cannot_serve: Mapping[str, str] = attrs.field(factory=dict)
     reasoning_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    replay_parsers: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.tool_parsers`
     served_model: str = "{served_name}"
     notes: str = ""
     evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
@@ -216,6 +217,7 @@ class EngineSpec:
             docker=DockerSpec.from_dict(data["docker"]) if "docker" in data else None,
             cannot_serve=dict(data.get("cannot_serve", {})),
             reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
+            replay_parsers=dict(data.get("replay", {}).get("tool_parsers", {})),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 
@@ -427,10 +429,12 @@ def _unknown_families(doc: YamlDoc, spec: EngineSpec) -> list[SpecError]:
     from toolmatrix.formats import all_families  # late: formats loads its own data file
 
     known = {family.id for family in all_families()} | {ANY_FAMILY}
+    fields = {("family_args",): spec.family_args, ("cannot_serve",): spec.cannot_serve,
+              ("replay", "tool_parsers"): spec.replay_parsers}
     return [
-        doc.error((field, family), f"unknown family {family!r}", spec.id)
-        for field in ("family_args", "cannot_serve")
-        for family in getattr(spec, field)
+        doc.error((*path, family), f"unknown family {family!r}", spec.id)
+        for path, mapping in fields.items()
+        for family in mapping
         if family not in known
     ]
 

@@ -133,9 +133,11 @@ def request_body(model: str, tools: Any) -> dict:
 
 
 def nonstream_exchange(answer: dict, body: dict) -> Exchange:
-    """The worker's whole-text parse as the server's JSON answer (an engine exception: its HTTP 500)."""
+    """The worker's whole-text parse as the server's JSON answer (an engine exception: its HTTP 500, or the status
+    the server answers it with, where the worker says)."""
     if "error" in answer:
-        return Exchange("nonstream", body, http_status=500, response={"error": {"message": answer["error"]}})
+        return Exchange("nonstream", body, http_status=answer.get("status", 500),
+                        response={"error": {"message": answer["error"]}})
     calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
              for c in answer["tool_calls"]]
     message = {"role": "assistant", "content": answer["content"], "reasoning_content": answer["reasoning"],

@@ -4,25 +4,47 @@ Protocol (JSON lines on stdin/stdout, one answer per request, in order):
   -> {"op": "hello"}                      <- {"engine", "version", "python"}
   -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer",
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
-  <- {"nonstream": MESSAGE | {"error"}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error"}}}
+  <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error"}}}
      | {"unsupported": REASON}   (the engine refuses this parser at startup, e.g. its tokenizer lacks a token)
 MESSAGE is {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}; DELTA is an OpenAI stream delta
 ({"content"}, {"reasoning_content"}, {"tool_calls": [{"index", "id", "function": {"name", "arguments"}}]}).
-An exception inside the engine's parser is that parse's ``error`` (with its type), never the worker's death.
+An exception inside the engine's parser is that parse's ``error`` (with its type), never the worker's death; a
+worker whose server catches it and answers an HTTP error itself returns that ``error`` with the server's ``status``.
 The engine's own stdout is sent to stderr: only protocol lines travel on the real stdout.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import traceback
+import types
 from typing import Any, Callable
 
 Parse = Callable[[dict], dict]
 Stream = Callable[[dict, list], list]
 Refuses = Callable[[dict], "str | None"]
+
+
+def bare_packages(*names: str) -> None:
+    """Register each package (dotted names parent first) as a bare module whose ``__path__`` is its installed
+    folder, so its ``__init__`` never runs: the engines' package tops import torch or a whole server, while the
+    parser modules below them do not. Every other module is then imported from the installed files unmodified."""
+    for name in names:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.submodule_search_locations is None:
+            raise ModuleNotFoundError(f"{name}: not an installed package in {sys.prefix}")
+        module = types.ModuleType(name)
+        module.__path__ = list(spec.submodule_search_locations)
+        module.__spec__ = spec
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)  # as the import system links a submodule to its parent
 
 
 def _error(exc: BaseException) -> dict:

@@ -73,6 +73,7 @@ class Adapter:
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         args = self.spec.family_args.get(family)
         parser = flag_value(args, self.tool_flag) if args is not None else None
+        parser = parser or self.spec.replay_parsers.get(family)  # one the server picks itself (no flag)
         if parser is None:
             reason = self.spec.cannot_serve.get(family) or self.spec.cannot_serve.get("*") or "no tool parser"
             return Support(None, None, f"{self.spec.id}: {reason} ({family})")
