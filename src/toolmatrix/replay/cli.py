@@ -84,9 +84,47 @@ def _cmd_install(args: argparse.Namespace) -> int:
                                      text=True).stdout.strip().splitlines()[-1]
             subprocess.run(["tar", "xzf", tarball], cwd=folder, check=True)
             print(f"{package} -> {tokenizer_dir(name)}")
-        return 0
+        return _install_model_tokenizers(args.model or [])
     print(adapters([args.what])[0].install())
     return 0
+
+
+def _install_model_tokenizers(models: list[str]) -> int:
+    """Each model's own tokenizer, from its weights, by the vLLM env's transformers (which made the live tier's
+    converted folder): the GGUF is fetched as a live run fetches it."""
+    from toolmatrix.registry import load_models
+    from toolmatrix.weights import WeightsError, tokenizer_from_gguf
+
+    from .feeder import model_tokenizer_dir
+    from .session import adapters
+
+    registered = load_models()
+    converter = adapters(["vllm"])[0]
+    for model in models:
+        if model not in registered:
+            print(f"replay-install tokenizers --model {model}: not in engines/models.yaml", file=sys.stderr)
+            return 2
+        if converter.ready() is not None:
+            print(f"replay-install tokenizers --model {model}: {converter.ready()}", file=sys.stderr)
+            return 2
+        try:
+            print(f"{model} -> {tokenizer_from_gguf(registered[model], converter.python, model_tokenizer_dir(model))}")
+        except WeightsError as exc:
+            print(f"replay-install tokenizers --model {model}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _cmd_harvest(args: argparse.Namespace) -> int:
+    from .harvest import main
+
+    return main(args.results_dirs, args.output)
+
+
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    from .agreement import main
+
+    return main(args.fixtures, args.results_dir, args.engine)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -103,6 +141,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
     generate.set_defaults(func=_cmd_generate)
+    harvest = sub.add_parser("replay-harvest", help="make fixtures of live results' raw model text (same generation)")
+    harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results directories, or folders of them")
+    harvest.add_argument("-o", "--output", required=True, metavar="FIXTURES.jsonl")
+    harvest.set_defaults(func=_cmd_harvest)
+    agree = sub.add_parser("replay-agreement", help="harvested fixtures: each engine's replay beside its live answer")
+    agree.add_argument("--fixtures", required=True, metavar="FILE", help="harvested fixtures (replay-harvest)")
+    agree.add_argument("--results-dir", required=True, metavar="DIR", help="the replay's results (DIR/ENGINE)")
+    agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
+    agree.set_defaults(func=_cmd_agreement)
     install = sub.add_parser("replay-install", help="set up an engine's parser env, or fetch the tokenizers")
     install.add_argument("what", help="sglang | tokenizers")
+    install.add_argument("--model", action="append", metavar="M",
+                         help="with tokenizers: also this registered model's own tokenizer, from its weights")
     install.set_defaults(func=_cmd_install)

@@ -54,10 +54,10 @@ def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkin
     family = get_family(fixture.family)
     support = adapter.supports(fixture.family, reasoning_style(fixture))
     chunkings = list(chunkings)
-    pieces = {c: feeder.chunk(fixture.text, family, c, fixture.id) for c in chunkings}
+    pieces = {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}
     answer = client.request({"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
                              "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-                             "tokenizer": str(feeder.tokenizer_path(fixture.family) or ""),
+                             "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
                              "family": fixture.family, "streams": pieces})
     if "unsupported" in answer:
         raise Unsupported(f"{adapter.engine} {support.tool_parser}: {answer['unsupported']}")
@@ -67,7 +67,8 @@ def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkin
 
     def info(chunking: str) -> ReplayInfo:
         return ReplayInfo(adapter.engine, version, support.tool_parser or "", chunking, support.reasoning_parser,
-                          feeder.tokenizer_label(fixture.family) if chunking in ("token", "random") else None,
+                          feeder.tokenizer_label(fixture.family, fixture.model) if chunking in ("token", "random")
+                          else None,
                           fixture.family, fixture.source)
 
     yield judge_replay(fixture, family, whole, None, info("none"), run_id, "nonstream")
@@ -84,18 +85,25 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     portable = Portable.here(directory)
     writer = RecordWriter(directory, portable.text)
     skipped: dict[str, str] = {}
+    # A refusal holds for the family with that tokenizer: a model's own tokenizer (harvested fixtures) may differ.
+    refused: set[tuple[str, Path | None]] = set()
+    replayed: list[str] = []
     with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
         for fixture in fixtures:
-            if fixture.family in skipped:
+            key = (fixture.family, feeder.tokenizer_path(fixture.family, fixture.model))
+            if key in refused:
                 continue
             if not adapter.supports(fixture.family, None):
                 skipped[fixture.family] = adapter.supports(fixture.family, None).reason
+                refused.add(key)
                 continue
             try:
                 records = list(replay_one(client, adapter, fixture, chunkings, run_id))
             except Unsupported as exc:
-                skipped[fixture.family] = str(exc)
+                skipped.setdefault(fixture.family, str(exc))
+                refused.add(key)
                 continue
+            replayed.append(fixture.id)
             for record in records:
                 writer.write(Posted.of(record))
         hello = client.hello
@@ -104,6 +112,6 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                "versions": adapter.versions().split(), "skipped_families": skipped},
               {"id": "parser-replay", "family": "*", "served_name": "parser-replay"}, {"machine": "cpu", "note": "no model ran: parser replay"},
               started, datetime.now(timezone.utc).isoformat(), toolmatrix_version(), dict(writer.counts),
-              command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=[f.id for f in fixtures if f.family not in skipped])
+              command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=replayed)
     writer.close(run)
     return {**writer.counts, "skipped_families": len(skipped)}

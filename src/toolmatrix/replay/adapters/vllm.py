@@ -17,12 +17,11 @@ class VLLMAdapter(Adapter):
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         support = super().supports(family, reasoning_style)
-        if not support or tokenizer_path(family) is not None:
+        # A family with no offline tokenizer of its own replays with its fixture's model's (harvested fixtures):
+        # the worker refuses a fixture that has neither.
+        if not support or tokenizer_path(family) is not None or family not in TOKENIZERS:
             return support
         # vLLM's parsers take the model's tokenizer and look their special tokens up in its vocabulary
         # (ToolParser.vocab, delta_token_ids): without the family's real one the parse would be made up.
-        if family in TOKENIZERS:
-            return Support(None, None, f"vllm {support.tool_parser}: tokenizer not fetched "
-                                       "(toolmatrix replay-install tokenizers)")
-        return Support(None, None, f"vllm {support.tool_parser}: no offline tokenizer for {family} "
-                                   "(its parser reads special-token ids from the model's vocabulary)")
+        return Support(None, None, f"vllm {support.tool_parser}: tokenizer not fetched "
+                                   "(toolmatrix replay-install tokenizers)")
