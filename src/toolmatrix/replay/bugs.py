@@ -1,0 +1,189 @@
+"""Publicly reported parser bugs as replay fixtures, replayed where they were reported broken, where they were
+fixed and at the pinned version (``toolmatrix replay-bugs``).
+
+A bug fixture is an ordinary fixture (the model text from the report, its tools, the correct answer) with a
+``bug`` object: ``{repo, issue, engine, broken, fixed, chunkings?}``. ``broken`` and ``fixed`` are versions of the
+engine's parser package (``fixed`` null while the report is open); ``chunkings`` names the replay modes that show
+the bug (``none`` is the non-streamed parse), all of them by default. A version other than the pinned one replays
+as ``ENGINE@VERSION`` (adapters/base.py: that package laid over the pinned env). The verdicts are the replay
+tier's own (``session.replay_one``, the judge): a bug *reproduces* where any record of its modes fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import attrs
+from packaging.version import InvalidVersion, Version
+
+from toolmatrix.results import Verdict
+
+from . import feeder
+from .adapters import ADAPTERS, Adapter
+from .fixtures import Fixture, FixtureError, load_fixtures
+from .protocol import WorkerClient, WorkerError
+from .session import Unsupported, adapters, replay_one
+
+NONSTREAM = "none"  # ReplayInfo.chunking of the non-streamed parse
+MODES = (NONSTREAM, *feeder.CHUNKINGS)
+
+
+def default_file() -> Path:
+    """The committed bug fixtures (package data)."""
+    return Path(__file__).resolve().parents[1] / "data" / "bugs.jsonl"
+
+
+@attrs.frozen
+class Bug:
+    repo: str
+    issue: int
+    engine: str
+    broken: str
+    fixed: str | None
+    chunkings: tuple[str, ...] = MODES
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo}#{self.issue}"
+
+    def expected(self, version: str) -> str:
+        """``fail`` where the bug is present (before ``fixed``, or anywhere while open), else ``pass``."""
+        return "pass" if self.fixed is not None and Version(version) >= Version(self.fixed) else "fail"
+
+
+def _bug_problems(data: object) -> Iterator[tuple[str, str]]:
+    """(field, message) for each problem of a fixture's ``bug`` beyond its JSON schema (fixture.schema.json)."""
+    if not isinstance(data, dict):
+        yield "bug", "required in a bug fixture file: {repo, issue, engine, broken, fixed}"
+        return
+    if data["engine"] not in ADAPTERS:
+        yield "bug.engine", f"{data['engine']!r} has no replay adapter; known: {', '.join(ADAPTERS)}"
+    versions = {}
+    for field in ("broken", "fixed"):
+        if data.get(field) is None:
+            continue
+        try:
+            versions[field] = Version(data[field])
+        except InvalidVersion:
+            yield f"bug.{field}", f"{data[field]!r} is not a version"
+    if len(versions) == 2 and versions["fixed"] <= versions["broken"]:
+        yield "bug.fixed", f"{data['fixed']} is not after broken {data['broken']}"
+
+
+def load_bugs(path: Path | str) -> list[tuple[Fixture, Bug]]:
+    """The bug fixtures of a file; ``FixtureError`` naming ``file:line: $.bug.FIELD`` for each bad one."""
+    fixtures = load_fixtures(path)  # the schema's problems, every line at once
+    lines = [n for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1) if line.strip()]
+    problems, bugs = [], []
+    for number, fixture in zip(lines, fixtures):
+        data = fixture.extra.get("bug")
+        found = [f"{path}:{number}: $.{field}: {message}" for field, message in _bug_problems(data)]
+        problems += found
+        if not found:
+            fields = {k: v for k, v in data.items() if k != "chunkings"}
+            bugs.append((fixture, Bug(**fields, chunkings=tuple(data.get("chunkings", MODES)))))
+    if problems:
+        raise FixtureError(problems)
+    return bugs
+
+
+@attrs.frozen
+class Row:
+    """One bug replayed at one version."""
+
+    bug: Bug
+    fixture: str
+    version: str
+    role: str  # broken | fixed | pinned, joined where one version plays several
+    expected: str
+    got: str  # pass | fail | a reason it could not replay
+    why: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.got == self.expected
+
+
+def _verdict(adapter: Adapter, client: WorkerClient, fixture: Fixture, bug: Bug) -> tuple[str, str]:
+    support = adapter.supports(fixture.family, None)
+    if not support:
+        return "unsupported", support.reason
+    chunkings = [c for c in bug.chunkings if c != NONSTREAM]
+    try:
+        records = list(replay_one(client, adapter, fixture, chunkings, f"bugs-{adapter.name}"))
+    except Unsupported as exc:
+        return "unsupported", str(exc)
+    kept = [r for r in records if r.replay.chunking in bug.chunkings]
+    failed = [r for r in kept if r.verdict is not Verdict.PASS]
+    return ("fail", f"{failed[0].replay.chunking}: {failed[0].reason}") if failed else ("pass", "")
+
+
+def _replay_at(adapter: Adapter, version: str, cases: list[tuple[Fixture, Bug, str, str]]) -> Iterator[Row]:
+    """``cases``: (fixture, bug, role, expected) replayed by one worker of ``adapter`` (at ``version``)."""
+    why = adapter.ready()
+    if why is not None:
+        yield from (Row(bug, f.id, version, role, exp, "not installed", why) for f, bug, role, exp in cases)
+        return
+    try:
+        with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
+            for fixture, bug, role, expected in cases:
+                got, detail = _verdict(adapter, client, fixture, bug)
+                yield Row(bug, fixture.id, version, role, expected, got, detail)
+    except WorkerError as exc:
+        yield from (Row(bug, f.id, version, role, exp, "worker died", str(exc)[-300:]) for f, bug, role, exp in cases)
+
+
+def pinned_version(adapter: Adapter) -> str | None:
+    """The version of the engine's parser package in its pinned env (its install record), None if not installed."""
+    for line in adapter.versions().splitlines():
+        name, _, version = line.partition("==")
+        if name.lower() == adapter.package.lower() and version:
+            return version
+    return None
+
+
+def replay_bugs(bugs: Iterable[tuple[Fixture, Bug]]) -> list[Row]:
+    """Each bug at ``broken``, ``fixed`` and the pinned version (one worker per engine version)."""
+    plan: dict[tuple[str, str], list[tuple[Fixture, Bug, str, str]]] = {}
+    pinned: dict[str, str] = {}
+    for fixture, bug in bugs:
+        if bug.engine not in pinned:  # "" where the pinned env is not installed: its rows say so
+            pinned[bug.engine] = pinned_version(adapters([bug.engine])[0]) or ""
+        roles: dict[str, list[str]] = {}
+        for role, version in (("broken", bug.broken), ("fixed", bug.fixed), ("pinned", pinned[bug.engine])):
+            if version is not None:
+                roles.setdefault(version, []).append(role)
+        for version, names in roles.items():
+            expected = bug.expected(version) if version else "?"
+            plan.setdefault((bug.engine, version), []).append((fixture, bug, "+".join(names), expected))
+    rows: list[Row] = []
+    for (engine, version), cases in plan.items():
+        name = engine if version == pinned[engine] else f"{engine}@{version}"
+        rows += _replay_at(adapters([name])[0], version or "pinned", cases)
+    return rows
+
+
+def versions_to_install(bugs: Iterable[tuple[Fixture, Bug]]) -> list[str]:
+    """``ENGINE@VERSION`` for every non-pinned version the bugs replay at (``replay-install --bugs``)."""
+    names: dict[str, None] = {}
+    for _, bug in bugs:
+        pinned = pinned_version(adapters([bug.engine])[0])
+        for version in (bug.broken, bug.fixed):
+            if version is not None and version != pinned:
+                names[f"{bug.engine}@{version}"] = None
+    return list(names)
+
+
+def table(rows: list[Row]) -> str:
+    from tabulate import tabulate
+    body = [(r.bug.label, r.bug.engine, r.version, r.role, r.expected, r.got, "" if r.ok else "<-- differs",
+             r.why[:100]) for r in rows]
+    return tabulate(body, headers=("report", "engine", "version", "as", "expected", "got", "", "first failure"))
+
+
+def as_json(rows: list[Row]) -> str:
+    return "\n".join(json.dumps({"report": r.bug.label, "engine": r.bug.engine, "fixture": r.fixture,
+                                 "version": r.version, "as": r.role, "expected": r.expected, "got": r.got,
+                                 "why": r.why}, ensure_ascii=False) for r in rows)
