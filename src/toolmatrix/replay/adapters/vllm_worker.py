@@ -47,7 +47,8 @@ def _refusal(tool: str | None, reasoning: str | None, path: str, harmony: bool) 
 def refuses(req: dict) -> str | None:
     """Why ``vllm serve`` would refuse this parser with this tokenizer at startup (get_parser's own check)."""
     if not req.get("tokenizer"):
-        return "no tokenizer for this family: vLLM's parsers need one"
+        return ("no offline tokenizer for this family or model: vLLM's parsers read special-token ids from the "
+                "model's vocabulary (toolmatrix replay-install tokenizers [--model M])")
     return _refusal(req.get("tool_parser"), req.get("reasoning_parser"), req["tokenizer"], req.get("family") == "harmony")
 
 
