@@ -198,6 +198,13 @@ def test_unknown_family_in_family_args(copy):
     assert problem == f"{path}:{line}: lmdeploy: $.family_args.llama3: unknown family 'llama3'"
 
 
+def test_unknown_family_in_replay_tool_parsers(copy):
+    path = copy / "engines" / "lmdeploy.yaml"
+    line = edit(path, "    harmony: GptOssChatParser", "    gpt_oss: GptOssChatParser")
+    (problem,) = errors(copy, load_engines)
+    assert problem == f"{path}:{line}: lmdeploy: $.replay.tool_parsers.gpt_oss: unknown family 'gpt_oss'"
+
+
 def test_bad_readiness_step_and_unknown_feature(copy):
     path = copy / "engines" / "ollama.yaml"
     step = edit(path, "why: \"the model tag could not be pulled\"}", "why: \"the model tag could not be pulled\", retries: 3}")

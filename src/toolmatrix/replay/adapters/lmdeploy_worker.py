@@ -124,9 +124,10 @@ def _refusal(tool: str | None, reasoning: str | None, tokenizer: str) -> str | N
         except Exception as exc:  # noqa: BLE001 - the server could not parse a single Harmony answer
             return f"openai-harmony cannot load the o200k vocabulary: {type(exc).__name__}: {exc}"[:400]
         return None
-    for name, registry, kind in ((reasoning, reasonings, "reasoning"), (tool, tools, "tool")):
-        if name is not None and name not in registry.module_dict:  # set_parsers' own check and message
-            return f"The {kind} parser {name} is not in the parser list: {list(registry.module_dict)}"
+    for name, registry in ((reasoning, reasonings), (tool, tools)):
+        if name is not None and name not in registry.module_dict:
+            # set_parsers' own check and message, which says "reasoning parser" for a tool parser too
+            return f"The reasoning parser {name} is not in the parser list: {registry.module_dict.keys()}"
     try:
         _parsers(tool, reasoning, tokenizer)
     except Exception as exc:  # noqa: BLE001 - a constructor that fails stops the server at start
