@@ -1,11 +1,13 @@
-"""Two behaviours of LMDeploy 0.12.2's own parsers, measured by replay and pinned here (the real wheel, in its
+"""Three behaviours of LMDeploy 0.12.2's own parsers, measured by replay and pinned here (the real wheel, in its
 replay env, through the worker as ``toolmatrix replay`` runs it):
 
 - ``Llama3JsonToolParser.extract_tool_calls`` (tool_parser/llama3_parser.py) reads only the
   ``<function=NAME>{...}</function>`` form: a non-streamed Llama 3.1 JSON call stays in content, untouched;
 - the Harmony stream (harmony_utils.py ``GptOssChatParser.parse_streaming``) starts a call with one id, then sends
   each later argument delta as a ``DeltaToolCall`` without one, whose default factory (protocol.py) draws a fresh
-  random id every time: one call, many ids on the wire.
+  random id every time: one call, many ids on the wire;
+- a ``<tool_call>`` block whose JSON does not load makes ``Qwen3ToolParser.extract_tool_calls`` raise, and
+  api_server.py:626 answers HTTP 400 "Failed to parse fc related info to json format!" (not a 500, not text).
 """
 
 from __future__ import annotations
@@ -67,3 +69,10 @@ def test_harmony_streams_a_fresh_random_call_id_with_every_argument_delta(worker
     assert "".join(c["function"]["arguments"] or "" for c in parts) == arguments
     ids = [c["id"] for c in parts]
     assert len(parts) > 2 and len(set(ids)) == len(ids)  # no two deltas of the one call share an id
+
+
+def test_a_hermes_call_whose_json_does_not_load_is_the_servers_http_400(worker) -> None:
+    answer = replay(worker, "hermes", '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}\n</tool_call>')
+    whole = answer["nonstream"]
+    assert whole["status"] == 400 and whole["error"].startswith("Failed to parse fc related info to json format!")
+    assert feeder.nonstream_exchange(whole, {}).http_status == 400
