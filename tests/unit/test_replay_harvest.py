@@ -45,7 +45,8 @@ def test_a_vllm_record_becomes_a_fixture_without_its_stop_token_and_with_its_liv
     raw = next(scan_records(read_run_info(folder))).data
     found = harvest([folder])
     (fixture,) = found.fixtures
-    assert raw["evidence"]["raw_text"].endswith("<|im_end|>") and raw["response"]["choices"][0]["token_ids"][-1] == 151645
+    assert raw["evidence"]["raw_text"].endswith("<|im_end|>")
+    assert raw["response"]["choices"][0]["token_ids"][-1] == 151645  # Qwen's <|im_end|>
     assert fixture.text == raw["evidence"]["raw_text"].removesuffix("<|im_end|>")
     assert found.stop_tokens == {"vllm <|im_end|>": 1}
     assert fixture.id == "qwen2.5-coder-0.5b@vllm/vllm/choose.read_not_write"

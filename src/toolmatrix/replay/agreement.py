@@ -106,7 +106,8 @@ def compare_engine(engine: str, fixtures: list[Fixture], results_dir: Path) -> E
     return EngineAgreement(engine, versions, version, len(mine), tuple(found))
 
 
-def agreement(fixtures: list[Fixture], results_dir: Path, engines: Iterable[str] | None = None) -> list[EngineAgreement]:
+def agreement(fixtures: list[Fixture], results_dir: Path,
+              engines: Iterable[str] | None = None) -> list[EngineAgreement]:
     """Per engine that served harvested fixtures live (or ``engines``), its replay's agreement."""
     served = sorted({f.extra["live"]["engine"] for f in fixtures})
     return [compare_engine(engine, fixtures, results_dir) for engine in (engines or served)]
@@ -130,8 +131,8 @@ def main(fixtures_path: str, results_dir: str, engines: list[str] | None) -> int
     for result in results:
         print(result.line())
         if result.replay_version is None:
-            print(f"  toolmatrix replay --fixtures {fixtures_path} --results-dir {results_dir} --engine {result.engine} "
-                  "--chunking whole")
+            print(f"  toolmatrix replay --fixtures {fixtures_path} --results-dir {results_dir} "
+                  f"--engine {result.engine} --chunking whole")
         for one in result.disagreements:
             print(f"  {one.fixture}: {'; '.join(one.what)}")
     return 0

