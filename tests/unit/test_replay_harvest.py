@@ -150,6 +150,8 @@ def test_agreement_of_vllm_replay_with_its_live_answers(tmp_path: Path, capsys: 
     dump_fixtures(fixtures, path)
     assert agreement_main(str(path), str(tmp_path / "replay"), None) == 0
     assert "vllm 0.32.0 (live 0.32.0): 1/2 agree (50.0 %)" in capsys.readouterr().out
+    assert agreement_main(str(path), str(tmp_path), ["vllm"]) == 2
+    assert f"{tmp_path / 'vllm' / 'run.json'}: no replay of vllm" in capsys.readouterr().err
 
     with pytest.raises(AgreementError, match=r"vllm/results.jsonl:\d: fixture "
                                              r"'qwen2.5-coder-0.5b@vllm/vllm/parallel.add_and_multiply' is not in"):

@@ -114,7 +114,8 @@ def agreement(fixtures: list[Fixture], results_dir: Path,
 
 
 def main(fixtures_path: str, results_dir: str, engines: list[str] | None) -> int:
-    """``toolmatrix replay-agreement``: per engine n/N and %, then each disagreement; 2 on input it cannot read."""
+    """``toolmatrix replay-agreement``: per engine n/N and %, then each disagreement; 2 on input it cannot read or
+    an engine named with ``--engine`` that was not replayed."""
     from .fixtures import FixtureError, load_fixtures
 
     try:
@@ -135,4 +136,9 @@ def main(fixtures_path: str, results_dir: str, engines: list[str] | None) -> int
                   f"--engine {result.engine} --chunking whole")
         for one in result.disagreements:
             print(f"  {one.fixture}: {'; '.join(one.what)}")
+    # An engine asked for by name must have been replayed (as `toolmatrix replay --engine` fails on a skip).
+    missing = [r.engine for r in results if engines and r.replay_version is None]
+    if missing:
+        print(f"replay-agreement: {Path(results_dir) / missing[0] / RUN}: no replay of {missing[0]}", file=sys.stderr)
+        return 2
     return 0
