@@ -144,7 +144,7 @@ def pinned_version(adapter: Adapter) -> str | None:
     return None
 
 
-def replay_bugs(bugs: Iterable[tuple[Fixture, Bug]]) -> list[Row]:
+def replay_bugs(bugs: list[tuple[Fixture, Bug]]) -> list[Row]:
     """Each bug at ``broken``, ``fixed`` and the pinned version (one worker per engine version)."""
     plan: dict[tuple[str, str], list[tuple[Fixture, Bug, str, str]]] = {}
     pinned: dict[str, str] = {}
@@ -162,7 +162,8 @@ def replay_bugs(bugs: Iterable[tuple[Fixture, Bug]]) -> list[Row]:
     for (engine, version), cases in plan.items():
         name = engine if version == pinned[engine] else f"{engine}@{version}"
         rows += _replay_at(adapters([name])[0], version or "pinned", cases)
-    return rows
+    order = {fixture.id: n for n, (fixture, _) in enumerate(bugs)}
+    return sorted(rows, key=lambda r: (order[r.fixture], Version(r.version) if r.version != "pinned" else Version("0")))
 
 
 def versions_to_install(bugs: Iterable[tuple[Fixture, Bug]]) -> list[str]:
@@ -178,9 +179,10 @@ def versions_to_install(bugs: Iterable[tuple[Fixture, Bug]]) -> list[str]:
 
 def table(rows: list[Row]) -> str:
     from tabulate import tabulate
-    body = [(r.bug.label, r.bug.engine, r.version, r.role, r.expected, r.got, "" if r.ok else "<-- differs",
-             r.why[:100]) for r in rows]
-    return tabulate(body, headers=("report", "engine", "version", "as", "expected", "got", "", "first failure"))
+    body = [(r.bug.label, r.fixture, r.bug.engine, r.version, r.role, r.expected, r.got,
+             "" if r.ok else "<-- differs", r.why[:90]) for r in rows]
+    return tabulate(body, headers=("report", "fixture", "engine", "version", "as", "expected", "got", "",
+                                   "first failure"))
 
 
 def as_json(rows: list[Row]) -> str:

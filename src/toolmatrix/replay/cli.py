@@ -145,7 +145,7 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     rows = replay_bugs(bugs)
-    print(as_json(rows) if args.json else table(rows))
+    print(as_json(rows) if args.json else table(rows), flush=True)
     differs = sum(not r.ok for r in rows)
     print(f"{len({r.bug.label for r in rows})} reports, {len(rows)} replays, {differs} differ from expected",
           file=sys.stderr)
