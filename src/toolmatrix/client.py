@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import anthropic
 import attrs
 import openai
 
@@ -31,6 +31,9 @@ from toolmatrix import jsontext
 from toolmatrix.exchange import Exchange, Mode
 from toolmatrix.results import Cut
 from toolmatrix.surfaces import MESSAGES, Surface, surface
+
+if TYPE_CHECKING:  # imported when a Messages run makes its client: it is 2/3 of the import time of every process
+    import anthropic
 
 MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
 
@@ -154,6 +157,8 @@ def make_client(target: Target, api: str = "chat") -> Connection:
     http = httpx.Client(timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
     options = {"api_key": target.api_key(), "max_retries": 0, "timeout": target.timeout_s, "http_client": http}
     if api == MESSAGES:  # the anthropic client adds /v1 itself, and its own headers (x-api-key, anthropic-version)
+        import anthropic
+
         root = target.base_url.rstrip("/").removesuffix("/v1")
         return Connection(anthropic.Anthropic(base_url=root, **options), target, surface(api), "/v1" + surface(api).path)
     return Connection(openai.OpenAI(base_url=target.base_url, **options), target, surface(api), surface(api).path)
@@ -225,9 +230,11 @@ def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, 
                     raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off, api=api)
 
 
-# The two clients come from one generator (Stainless): the same post() and the same error classes, by module.
-_ERRORS = {client: (module.APIStatusError, module.APITimeoutError, module.APIConnectionError)
-           for client, module in ((openai.OpenAI, openai), (anthropic.Anthropic, anthropic))}
+def _errors(client: openai.OpenAI | anthropic.Anthropic) -> tuple[type[Exception], ...]:
+    """The client's status, timeout and connection errors: the two clients come from one generator (Stainless),
+    with the same post() and the same error classes, each in its own package."""
+    module = sys.modules[type(client).__module__.partition(".")[0]]
+    return module.APIStatusError, module.APITimeoutError, module.APIConnectionError
 
 
 def send(connection: Connection, body: dict, mode: Mode) -> Exchange:
@@ -241,7 +248,7 @@ def send(connection: Connection, body: dict, mode: Mode) -> Exchange:
     if mode == "stream":
         body = {**body, "stream": True}
     client, timeout_s, api = connection.client, connection.target.timeout_s, connection.surface.id
-    status_error, timeout_error, connection_error = _ERRORS[type(client)]
+    status_error, timeout_error, connection_error = _errors(client)
     started = time.perf_counter()
     try:
         response = client.post(connection.path, cast_to=httpx.Response, body=body, stream=True)
