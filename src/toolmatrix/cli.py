@@ -42,7 +42,8 @@ def _cmd_install(args: argparse.Namespace) -> int:
         print(f"toolmatrix install: no process launcher for engine {args.engine!r}", file=sys.stderr)
         return 2
     try:
-        print(find_binary(engine) or install_binary(engine))
+        # An install script is idempotent and knows what its build must hold (llama-server's: the replay harness).
+        print((None if engine.process.install else find_binary(engine)) or install_binary(engine))
     except LaunchError as exc:
         print(f"toolmatrix install: {exc}", file=sys.stderr)
         return 1

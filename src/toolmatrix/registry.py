@@ -195,6 +195,7 @@ class EngineSpec:
     cannot_serve: Mapping[str, str] = attrs.field(factory=dict)
     reasoning_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     replay_parsers: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.tool_parsers`
+    replay_skip: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.skip`
     served_model: str = "{served_name}"
     notes: str = ""
     evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
@@ -218,6 +219,7 @@ class EngineSpec:
             cannot_serve=dict(data.get("cannot_serve", {})),
             reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
             replay_parsers=dict(data.get("replay", {}).get("tool_parsers", {})),
+            replay_skip=dict(data.get("replay", {}).get("skip", {})),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 
@@ -430,7 +432,7 @@ def _unknown_families(doc: YamlDoc, spec: EngineSpec) -> list[SpecError]:
 
     known = {family.id for family in all_families()} | {ANY_FAMILY}
     fields = {("family_args",): spec.family_args, ("cannot_serve",): spec.cannot_serve,
-              ("replay", "tool_parsers"): spec.replay_parsers}
+              ("replay", "tool_parsers"): spec.replay_parsers, ("replay", "skip"): spec.replay_skip}
     return [
         doc.error((*path, family), f"unknown family {family!r}", spec.id)
         for path, mapping in fields.items()

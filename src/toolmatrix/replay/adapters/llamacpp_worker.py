@@ -1,0 +1,111 @@
+"""llama.cpp's parser, through toolmatrix-chat-parse: llama-server's own request and output parsing code, compiled
+in the same CMake tree as the llama-server toolmatrix builds (``src/toolmatrix/data/llamacpp-chat-parse.cpp`` says
+which server functions it calls, and how).
+
+Standard library only; run by the host's python. llama-server takes no parser name: the request's ``tool_parser``
+is the chat template file (looked up in the folders of ``TOOLMATRIX_LLAMACPP_TEMPLATES``, first match wins), from
+which the server derives the chat format, its PEG parser and the generation prompt. Each parse is one harness line
+for the whole text and one per stream; the harness caches the parser per template and tools. A harness that dies
+(an abort inside llama.cpp) is that parse's error and is started afresh for the next one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+
+HARNESS = os.environ.get("TOOLMATRIX_LLAMACPP_HARNESS", "")
+TEMPLATE_DIRS = [d for d in os.environ.get("TOOLMATRIX_LLAMACPP_TEMPLATES", "").split(os.pathsep) if d]
+
+
+class EngineError(RuntimeError):
+    """llama.cpp's code threw (or aborted) on this request: the server's 500."""
+
+
+class Harness:
+    """The toolmatrix-chat-parse process, one JSON line out, one in; restarted after it dies."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        # Its stderr is the worker's (the host keeps it in a file): llama.cpp's log lines never block a pipe.
+        return subprocess.Popen([self.path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr,
+                                text=True, encoding="utf-8", bufsize=1)
+
+    def call(self, message: dict) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = self._start()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            code = self.proc.wait()
+            self.proc = None
+            raise EngineError(f"toolmatrix-chat-parse died (exit {code}) on this text")
+        return json.loads(line)
+
+
+_harness = Harness(HARNESS)
+
+
+@functools.cache
+def template_path(name: str) -> str | None:
+    for folder in TEMPLATE_DIRS:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _call(req: dict, **what: object) -> dict:
+    path = template_path(req.get("tool_parser") or "")
+    answer = _harness.call({"template": path, "tools": req.get("tools") or [], **what})
+    if "error" in answer or "unsupported" in answer:
+        raise EngineError(answer.get("error") or answer["unsupported"])
+    return answer
+
+
+@functools.cache
+def _refusal(name: str) -> str | None:
+    path = template_path(name)
+    if path is None:
+        return f"chat template {name} not found in {os.pathsep.join(TEMPLATE_DIRS) or '(no folder)'}"
+    return _harness.call({"template": path, "tools": [], "probe": True}).get("unsupported")
+
+
+def refuses(req: dict) -> str | None:
+    """Why llama-server would not start with this template (it loads it at startup)."""
+    return _refusal(req.get("tool_parser") or "")
+
+
+def parse(req: dict) -> dict:
+    return _call(req, text=req["text"])
+
+
+def stream(req: dict, pieces: list) -> list:
+    return _call(req, pieces=[text for text, _ids in pieces])["deltas"]
+
+
+def hello() -> dict:
+    """The llama.cpp build the harness was compiled from: llama-server's own build_info string (b<number>-<commit>)
+    and the record build-llama-server.sh wrote beside it."""
+    record_path = os.path.join(os.path.dirname(HARNESS), "llama-server.build.json")
+    with open(record_path, encoding="utf-8") as handle:
+        record = json.load(handle)
+    return {"engine": "llamacpp", "version": f"{record['version']}-{record['commit']}", "build": record,
+            "python": sys.version.split()[0]}
+
+
+if __name__ == "__main__":
+    import runpy
+    serve = runpy.run_path(os.path.join(os.path.dirname(__file__), "_worker.py"))["serve"]
+    serve(hello(), parse, stream, refuses)
