@@ -77,3 +77,16 @@ def test_sglang_replays_a_fixture_file_into_records(tmp_path: Path) -> None:
         ("nonstream", "pass"), ("stream:token", "pass"), ("stream:special", "pass"), ("stream:random", "pass")]
     assert records[0].replay.parser == "qwen25" and records[0].replay.reasoning_parser == "qwen3"
     assert records[0].replay.engine_version == "0.5.23" and counts["pass"] == 4
+
+
+def test_a_marker_the_expected_answer_holds_is_quoted_not_a_leak(tmp_path: Path) -> None:
+    """A call whose intended argument is ``<|python_tag|>`` (the prompt asked for that text): SGLang parses it right,
+    and the replay's request quotes it as the live request would, so no_marker_leak does not fail a correct parse."""
+    (fixture,) = [f for f in load_fixtures(data_root() / "results" / "replay" / "fixtures.jsonl")
+                  if f.id == "pythonic.unicode.marker_python_tag.plain"]
+    replay_engine(SGLANG, [fixture], tmp_path, ["token"])
+    records = list(read_records(tmp_path))
+    assert [(r.mode, r.verdict.value) for r in records] == [("nonstream", "pass"), ("stream:token", "pass")]
+    assert records[0].request["messages"] == [{"role": "user", "content": "Use this text verbatim: <|python_tag|>"}]
+    leak = next(c for c in records[0].checks if c.name == "no_marker_leak")
+    assert leak.outcome.value == "pass"

@@ -21,7 +21,7 @@ import random
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tokenizers import Tokenizer
 
@@ -144,9 +144,13 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str |
     raise ValueError(f"unknown chunking {chunking!r}; known: {', '.join(CHUNKINGS)}")
 
 
-def request_body(model: str, tools: Any) -> dict:
-    """What a client would have sent (kept on the record as the request)."""
-    return {"model": model, "messages": [], "tools": list(tools), "tool_choice": "auto"}
+def request_body(model: str, tools: Any, quoted: Iterable[str] = ()) -> dict:
+    """What a client would have sent (kept on the record as the request). ``quoted``: the native markers the
+    expected answer itself holds (an argument that is ``"</tool_call>"``): the prompt that asked for that answer
+    named them, and the live checks read a marker the request quotes as content, not as a leak."""
+    quoted = sorted(set(quoted))
+    messages = [{"role": "user", "content": "Use this text verbatim: " + " ".join(quoted)}] if quoted else []
+    return {"model": model, "messages": messages, "tools": list(tools), "tool_choice": "auto"}
 
 
 def nonstream_exchange(answer: dict, body: dict) -> Exchange:

@@ -7,7 +7,7 @@ import functools
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_engines, load_models
@@ -50,6 +50,18 @@ def mode_of(chunking: str) -> str:
     return {"none": "nonstream", "whole": "stream"}.get(chunking, f"stream:{chunking}")
 
 
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value: the names and argument values of the expected calls."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
 def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkings: Iterable[str],
                run_id: str) -> Iterator[Record]:
     """Records of one fixture on one engine: the non-streamed parse, then each chunking's stream."""
@@ -63,7 +75,8 @@ def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkin
                              "family": fixture.family, "streams": pieces})
     if "unsupported" in answer:
         raise Unsupported(f"{adapter.engine} {support.tool_parser}: {answer['unsupported']}")
-    body = feeder.request_body(fixture.model, fixture.tools)
+    said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]
+    body = feeder.request_body(fixture.model, fixture.tools, (m for text in said for m in family.find_markers(text)))
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
     version = str(client.hello.get("version", ""))
 
