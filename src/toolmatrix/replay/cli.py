@@ -164,6 +164,26 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return main(args.fixtures, args.results_dir, args.engine)
 
 
+def _cmd_triage(args: argparse.Namespace) -> int:
+    from toolmatrix.results import write_text_atomic
+    from toolmatrix.specs import SpecErrors
+
+    from .triage import classify, failing_records, load_triage, markdown, report
+
+    results = Path(args.results_dir)
+    try:
+        triage = load_triage(Path(args.triage) if args.triage else results / "triage.yaml")
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    classified = classify(triage, failing_records(results))
+    print("\n".join(report(classified, triage)))
+    if args.markdown:
+        fixtures = args.fixtures or str(results / "fixtures.jsonl")
+        write_text_atomic(Path(args.markdown), markdown(triage, classified, fixtures))
+    return 0 if classified.complete else 1
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from toolmatrix.argtypes import positive_int
 
@@ -195,6 +215,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     install.add_argument("--bugs", nargs="?", const="", metavar="FILE",
                          help="every ENGINE@VERSION the bug fixtures replay at (default: the committed bugs.jsonl)")
     install.set_defaults(func=_cmd_install)
+    triage = sub.add_parser("replay-triage", help="count a replay snapshot's failing records by classified cluster")
+    triage.add_argument("results_dir", metavar="DIR", help="a replay results directory (DIR/ENGINE/results.jsonl)")
+    triage.add_argument("--triage", metavar="FILE", help="the clusters (default: DIR/triage.yaml)")
+    triage.add_argument("--markdown", metavar="FILE", help="also write the prose page (e.g. DIR/TRIAGE.md)")
+    triage.add_argument("--fixtures", metavar="FILE", help="the fixtures its repros read (default: DIR/fixtures.jsonl)")
+    triage.set_defaults(func=_cmd_triage)
     bugs = sub.add_parser("replay-bugs", help="replay publicly reported parser bugs where broken, fixed and pinned")
     bugs.add_argument("--fixtures", metavar="FILE",
                       help="bug fixtures (default: the committed bugs.jsonl)")

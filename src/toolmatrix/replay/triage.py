@@ -1,0 +1,170 @@
+"""Replay triage: every failing replay record in a cluster, every cluster classified.
+
+A failing replay cell is a finding only once it is classified (engine bug, contested format, truncation policy,
+fixture doubt). The classification is a committed YAML file of clusters (``triage.schema.json``), each a rule over
+a record's engine, family, fixture id, mode and failing checks, with a one-line repro. A failing record belongs to
+the first cluster whose rule it matches, so a rule may be narrow above and broad below. ``classify`` counts every
+cluster over a replay results directory and names what no rule covers and the rules that cover nothing: the
+file stays true to the records, or its test says where it is not. The prose page (``TRIAGE.md``) is written from
+the same file, its counts computed, never typed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import attrs
+
+from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
+
+CLASSES = {"engine_bug": "Engine bugs", "contested_format": "Contested format",
+           "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts"}
+FAILING = ("fail", "error")
+
+
+@attrs.frozen
+class Failing:
+    """What a rule can see of one failing replay record."""
+
+    engine: str
+    family: str
+    fixture: str
+    mode: str
+    failed_checks: frozenset[str]
+
+
+@attrs.frozen
+class Cluster:
+    id: str
+    kind: str  # a key of CLASSES
+    what: str
+    repro: dict[str, str]  # fixture, engine, chunking
+    match: dict[str, list[str]]
+
+    def covers(self, record: Failing) -> bool:
+        """Every key of the rule holds: engine and family by name, fixture and mode by glob, ``failed`` when any
+        of its checks failed."""
+        m = self.match
+        return ((not m.get("engine") or record.engine in m["engine"])
+                and (not m.get("family") or record.family in m["family"])
+                and (not m.get("fixture") or any(fnmatch.fnmatchcase(record.fixture, p) for p in m["fixture"]))
+                and (not m.get("mode") or any(fnmatch.fnmatchcase(record.mode, p) for p in m["mode"]))
+                and (not m.get("failed") or bool(record.failed_checks & set(m["failed"]))))
+
+    def repro_command(self, fixtures: str) -> str:
+        """The one line that replays this cluster's example: its fixture alone, through its engine and chunking."""
+        r = self.repro
+        needle = shlex.quote('"id": ' + json.dumps(r["fixture"]))
+        return (f"grep -F {needle} {shlex.quote(fixtures)} > /tmp/one.jsonl && toolmatrix replay --fixtures "
+                f"/tmp/one.jsonl --results-dir /tmp/repro --engine {r['engine']} --chunking {r['chunking']}")
+
+
+@attrs.frozen
+class Triage:
+    path: Path
+    intro: str
+    notes: str
+    clusters: tuple[Cluster, ...]
+
+
+def load_triage(path: Path) -> Triage:
+    """The triage file, validated; errors name the file, the line, the cluster and the field."""
+    doc = read_yaml(path)
+
+    def where(p: tuple) -> str:
+        if len(p) >= 2 and p[0] == "clusters" and isinstance(p[1], int) and p[1] < len(doc.data["clusters"]):
+            item = doc.data["clusters"][p[1]]
+            return f"cluster {item.get('id')!r}" if isinstance(item, dict) else ""
+        return ""
+
+    errors = schema_errors(doc, "triage.schema.json", where)
+    if not errors:
+        seen: set[str] = set()
+        for index, item in enumerate(doc.data["clusters"]):
+            if item["id"] in seen:
+                errors.append(doc.error(("clusters", index, "id"), f"cluster id {item['id']!r} is used twice"))
+            seen.add(item["id"])
+    if errors:
+        raise SpecErrors(errors)
+    data = doc.data
+    clusters = tuple(Cluster(c["id"], c["class"], c["what"], dict(c["repro"]), dict(c.get("match") or {}))
+                     for c in data["clusters"])
+    return Triage(path, data.get("intro", ""), data.get("notes", ""), clusters)
+
+
+def failing_records(results_dir: Path) -> Iterator[Failing]:
+    """Every failing record of every engine's replay run under ``results_dir`` (``DIR/ENGINE/results.jsonl``).
+
+    Read as JSON lines, not typed records: a snapshot holds tens of thousands, and a rule needs five fields."""
+    for path in sorted(results_dir.glob("*/results.jsonl")):
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                replay = record.get("replay")
+                if replay is None or record["verdict"] not in FAILING:
+                    continue
+                failed = frozenset(c["name"] for c in record["checks"] if c["outcome"] == "fail")
+                yield Failing(replay["engine"], replay["family"], record["case_id"], record["mode"], failed)
+
+
+@attrs.frozen
+class Classified:
+    counts: dict[str, Counter]  # cluster id -> records per engine
+    unclassified: list[Failing]
+    empty: list[str]  # clusters that cover no record
+
+    @property
+    def complete(self) -> bool:
+        return not self.unclassified and not self.empty
+
+
+def classify(triage: Triage, records: Iterable[Failing]) -> Classified:
+    counts: dict[str, Counter] = {c.id: Counter() for c in triage.clusters}
+    unclassified = []
+    for record in records:
+        cluster = next((c for c in triage.clusters if c.covers(record)), None)
+        if cluster is None:
+            unclassified.append(record)
+        else:
+            counts[cluster.id][record.engine] += 1
+    return Classified(counts, unclassified, [c.id for c in triage.clusters if not counts[c.id]])
+
+
+def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
+    """TRIAGE.md: the intro, a table per class with the computed counts and each cluster's repro, the notes."""
+    from tabulate import tabulate
+
+    total = sum(sum(c.values()) for c in classified.counts.values())
+    lines = [triage.intro.rstrip(), "",
+             f"Failing records classified: {total - len(classified.unclassified)} of {total} "
+             f"(`toolmatrix replay-triage` counts them from the records and `{triage.path.name}`).", ""]
+    for kind, title in CLASSES.items():
+        rows = []
+        for cluster in (c for c in triage.clusters if c.kind == kind):
+            engines = classified.counts[cluster.id]
+            rows.append([cluster.id, ", ".join(f"{e} {n}" for e, n in sorted(engines.items())),
+                         sum(engines.values()), cluster.what, f"`{cluster.repro_command(fixtures)}`"])
+        if rows:
+            lines += [f"## {title}", "", tabulate(rows, headers=["#", "records per engine", "records", "what happens",
+                                                                 "repro"], tablefmt="github"), ""]
+    return "\n".join(lines + [triage.notes.rstrip(), ""])
+
+
+def report(classified: Classified, triage: Triage, limit: int = 20) -> list[str]:
+    """The command's lines: each cluster's count, then what is wrong with the file, if anything."""
+    lines = [f"{c.id:6} {c.kind:18} {sum(classified.counts[c.id].values()):6}  "
+             + ", ".join(f"{e} {n}" for e, n in sorted(classified.counts[c.id].items())) for c in triage.clusters]
+    if classified.unclassified:
+        lines.append(f"{len(classified.unclassified)} failing records in no cluster, e.g.:")
+        lines += [f"  {r.engine} {r.mode} {r.fixture} failed: {', '.join(sorted(r.failed_checks)) or '-'}"
+                  for r in classified.unclassified[:limit]]
+    if classified.empty:
+        lines.append(f"clusters that cover no record: {', '.join(classified.empty)}")
+    return lines
+
+
