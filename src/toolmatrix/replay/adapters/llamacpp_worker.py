@@ -79,7 +79,10 @@ def _refusal(name: str) -> str | None:
     path = template_path(name)
     if path is None:
         return f"chat template {name} not found in {os.pathsep.join(TEMPLATE_DIRS) or '(no folder)'}"
-    return _harness.call({"template": path, "tools": [], "probe": True}).get("unsupported")
+    try:
+        return _harness.call({"template": path, "tools": [], "probe": True}).get("unsupported")
+    except EngineError as exc:  # the server loads the template at startup: dying there, it never serves
+        return f"loading {name}: {exc}"
 
 
 def refuses(req: dict) -> str | None:
