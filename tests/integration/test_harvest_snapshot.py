@@ -1,9 +1,10 @@
 """The committed CPU snapshot harvested by the real command line: a stable count, every exclusion counted, fixtures
-that load; and vLLM's replay of the fixtures it served live agrees with its live answers (the issue's >= 95 %).
+that load; and the replay of vLLM and llama.cpp of the fixtures each served live agrees with its live answers (the
+issue's >= 95 %).
 
-The vLLM half needs ``toolmatrix install vllm`` and ``toolmatrix replay-install tokenizers --model
-qwen2.5-coder-0.5b``: skipped without them, failed under TOOLMATRIX_REQUIRE_ENGINES=1 (CI). ~40 s, most of it
-vLLM's import.
+vLLM needs ``toolmatrix install vllm`` and ``toolmatrix replay-install tokenizers --model qwen2.5-coder-0.5b``,
+llama.cpp ``toolmatrix install llamacpp`` (its harness): skipped without them, failed under
+TOOLMATRIX_REQUIRE_ENGINES=1 (CI). ~40 s, most of it vLLM's import.
 """
 
 from __future__ import annotations
@@ -52,18 +53,26 @@ def test_the_snapshot_harvest_is_stable_and_loads(harvested: tuple[Path, str]) -
     assert not any(f.text.endswith("<|im_end|>") for f in fixtures)
 
 
-def test_vllm_replay_agrees_with_its_live_answers(harvested: tuple[Path, str], tmp_path: Path) -> None:
-    adapter = adapter_for(load_engines()["vllm"])
-    why = adapter.ready() or (None if tokenizer_path("json_lines", "qwen2.5-coder-0.5b") else
+# Each engine's own fixtures (the texts it served live) and its model tokenizer, where its parser reads one.
+SERVED = {"vllm": 56, "llamacpp": 119}
+
+
+@pytest.mark.parametrize("engine", sorted(SERVED))
+def test_replay_agrees_with_the_live_answers_of_the_same_engine(engine: str, harvested: tuple[Path, str],
+                                                                tmp_path: Path) -> None:
+    adapter = adapter_for(load_engines()[engine])
+    why = adapter.ready() or (None if engine != "vllm" or tokenizer_path("json_lines", "qwen2.5-coder-0.5b") else
                               "toolmatrix replay-install tokenizers --model qwen2.5-coder-0.5b")
     if why is not None:
         if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    mine = tmp_path / "vllm.jsonl"
-    dump_fixtures([f for f in load_fixtures(harvested[0]) if f.extra["live"]["engine"] == "vllm"], mine)
+    mine = tmp_path / f"{engine}.jsonl"
+    dump_fixtures([f for f in load_fixtures(harvested[0]) if f.extra["live"]["engine"] == engine], mine)
     done = subprocess.run([str(TOOLMATRIX), "replay", "--fixtures", str(mine), "--results-dir", str(tmp_path),
-                           "--engine", "vllm", "--chunking", "whole"], capture_output=True, text=True, timeout=600)
+                           "--engine", engine, "--chunking", "whole"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     (result,) = agreement(load_fixtures(mine), tmp_path)
-    assert result.total == 56 and result.agreed >= 0.95 * result.total, [d.what for d in result.disagreements]
+    assert result.live_versions == (result.replay_version,)  # the live run's version, replayed
+    assert result.total == SERVED[engine] and result.agreed >= 0.95 * result.total, \
+        [d.what for d in result.disagreements]
