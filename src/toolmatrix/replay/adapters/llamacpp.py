@@ -74,7 +74,8 @@ class LlamaCppAdapter(Adapter):
         template = model_templates().get(family)
         name = template.name if template is not None else self.spec.replay_parsers.get(family)
         if name is None:
-            reason = self.spec.replay_skip.get(family) or f"no chat template for {family} in engines/llamacpp.yaml replay"
+            reason = (self.spec.replay_skip.get(family)
+                      or f"no chat template for {family} in engines/llamacpp.yaml replay")
             return Support(None, None, f"llamacpp: {reason}")
         # One template parses calls and reasoning alike (as transformers' response templates do).
         return Support(name, name if reasoning_style else None)
