@@ -467,3 +467,12 @@ def test_replay_cells_get_their_own_family_table_and_every_empty_cell_its_reason
     assert "## Parser replay (no model ran)" in md
     assert re.search(r"\| glm45 +\| 0% \(0/2\), 2 fail +\| not replayed: vllm glm45: no offline tokenizer +\|", md)
     assert "replay.hermes" not in md.split("## Parser replay")[0]  # the live by-category table stays live
+
+
+def test_the_replay_table_links_its_triage_relative_to_the_page(tmp_path):
+    write_replay_results(tmp_path / "r1", "sglang", {"hermes": "fail"}, {})
+    build_matrix([tmp_path / "r1"], tmp_path / "out" / "matrix", triage=tmp_path / "out" / "TRIAGE.md")
+    assert "[../TRIAGE.md](../TRIAGE.md)" in (tmp_path / "out" / "matrix" / "matrix.md").read_text()
+    assert '"triage":"../TRIAGE.md"' in (tmp_path / "out" / "matrix" / "index.html").read_text()
+    build_matrix([tmp_path / "r1"], tmp_path / "plain")
+    assert "TRIAGE" not in (tmp_path / "plain" / "matrix.md").read_text()

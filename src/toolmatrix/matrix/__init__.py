@@ -18,7 +18,8 @@ __all__ = ["BuildReport", "CellReport", "Skipped", "build_matrix", "register"]
 
 def _cmd_build(args: argparse.Namespace) -> int:
     try:
-        report = build_matrix([Path(p) for p in args.results], args.output, title=args.title, jobs=args.jobs)
+        report = build_matrix([Path(p) for p in args.results], args.output, title=args.title, jobs=args.jobs,
+                              triage=args.triage)
     except OSError as exc:  # the output side: inputs never raise
         print(f"toolmatrix matrix build: cannot write {exc.filename or args.output}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -54,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--title", metavar="TEXT", default="toolmatrix", help="page title (default: toolmatrix)")
     build.add_argument("-j", "--jobs", metavar="N", type=positive_int, default=1,
                        help="read N pairs at once in worker processes (default 1; for big matrices)")
+    build.add_argument("--triage", metavar="FILE", type=Path,
+                       help="the file that classifies the replay failures (TRIAGE.md): the page links it")
     build.add_argument("--strict", action="store_true",
                        help="exit 2 when any input was skipped (the matrix of the others is still written)")
     build.set_defaults(func=_cmd_build)

@@ -209,8 +209,10 @@ def _page_bytes(chosen: _Chosen) -> int:
     return len(json.dumps(chosen.cell.page, ensure_ascii=False, default=str)) if chosen.cell else 0
 
 
-def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolmatrix", jobs: int = 1) -> BuildReport:
+def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolmatrix", jobs: int = 1,
+                 triage: Path | None = None) -> BuildReport:
     """Merge ``result_dirs`` (or directories holding them) into ``out_dir``; never raises on bad inputs.
+    ``triage``: the file that classifies the replay cells' failures (``TRIAGE.md``), linked from the page.
 
     ``jobs`` > 1 reads that many pairs at once in worker processes (for big matrices: about 10 s per 10^6
     records and core).
@@ -249,6 +251,7 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
         "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "toolmatrix_version": toolmatrix_version(), "page_budget_bytes": PAGE_DATA_BUDGET,
         "skipped": shown.data([attrs.asdict(s) for s in skipped]), "superseded": shown.data(superseded),
+        "triage": Path(os.path.relpath(triage, out_dir)).as_posix() if triage else None,
     }
     matrix_json.close(data)
     outputs = (out_dir / "matrix.json",

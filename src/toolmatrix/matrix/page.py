@@ -176,7 +176,7 @@ def render_markdown(data: dict) -> str:
         lines += ["", "## By category", "",
                   tabulate(rows, headers=["pair"] + [md_text(c) for c in categories], tablefmt="github",
                            disable_numparse=True)]
-    lines += replay_markdown(shape["replay"], md_text)
+    lines += replay_markdown(shape["replay"], md_text, data.get("triage"))
     lines += _changes_md(cells)
     lines += _mixed_md(cells)
     if data["skipped"]:

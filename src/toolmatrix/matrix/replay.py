@@ -43,8 +43,8 @@ def replay_layout(cells: list[dict]) -> dict[str, Any]:
     return {"families": sorted(families), "engines": engines, "cells": entries}
 
 
-def replay_markdown(shape: dict[str, Any], md_text) -> list[str]:
-    """The replay table for matrix.md (``md_text`` escapes untrusted text)."""
+def replay_markdown(shape: dict[str, Any], md_text, triage: str | None = None) -> list[str]:
+    """The replay table for matrix.md (``md_text`` escapes untrusted text), and the link to its triage."""
     if not shape["engines"]:
         return []
     from tabulate import tabulate
@@ -64,4 +64,6 @@ def replay_markdown(shape: dict[str, Any], md_text) -> list[str]:
             "Each engine's own output parser, at the version shown, fed the family's model text whole and in chunks "
             "(token, special-token, seeded random) and judged by the live checks. It proves the parser reads the "
             "format; it says nothing about chat templates, grammar-constrained tool_choice or sampling (live cells).",
-            "", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
+            "", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)] + \
+        (["", f"Every failing cluster classified (engine bug, contested format, truncation policy, fixture doubt), "
+              f"each with a one-line repro: [{md_text(triage)}]({triage})"] if triage else [])
