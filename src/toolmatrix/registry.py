@@ -196,6 +196,7 @@ class EngineSpec:
     reasoning_args: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     replay_parsers: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.tool_parsers`
     replay_skip: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.skip`
+    cannot_replay: str | None = None  # spec `replay.cannot_replay`: why no adapter runs its parser here
     served_model: str = "{served_name}"
     notes: str = ""
     evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
@@ -220,6 +221,7 @@ class EngineSpec:
             reasoning_args={k: tuple(v) for k, v in data.get("reasoning_args", {}).items()},
             replay_parsers=dict(data.get("replay", {}).get("tool_parsers", {})),
             replay_skip=dict(data.get("replay", {}).get("skip", {})),
+            cannot_replay=data.get("replay", {}).get("cannot_replay"),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 

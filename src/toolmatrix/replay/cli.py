@@ -12,8 +12,13 @@ from pathlib import Path
 def _run_engine(engine: str, fixtures_path: str, results_dir: str, chunkings: list[str]) -> tuple[str, str]:
     """One engine's replay, in whichever process runs it; returns (engine, the line to print) or the skip reason."""
     from .fixtures import load_fixtures
-    from .session import adapters, replay_engine
+    from .session import adapters, record_cannot_replay, replay_engine, unreplayable_engines
 
+    unreplayable = unreplayable_engines()
+    if engine in unreplayable:  # its column still comes out: every family with the spec's measured reason
+        directory = Path(results_dir) / engine
+        record_cannot_replay(unreplayable[engine], (f.family for f in load_fixtures(fixtures_path)), directory)
+        return engine, f"cannot replay here ({unreplayable[engine].source.name}: replay.cannot_replay) -> {directory}"
     (adapter,) = adapters([engine])
     why = adapter.ready()
     if why is not None:
@@ -30,17 +35,21 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from .adapters import ADAPTERS
     from .feeder import CHUNKINGS
     from .fixtures import FixtureError, load_fixtures
+    from .session import unreplayable_engines
 
     try:
         load_fixtures(args.fixtures)  # every bad line named before any engine starts
     except FixtureError as exc:
         print(exc, file=sys.stderr)
         return 2
-    unknown = [e for e in args.engine or [] if e.partition("@")[0] not in ADAPTERS]  # ENGINE or ENGINE@VERSION
+    known = [*ADAPTERS, *unreplayable_engines()]
+    # ENGINE or ENGINE@VERSION (an adapter's parser at another version)
+    unknown = [e for e in args.engine or [] if e not in known and e.partition("@")[0] not in ADAPTERS]
     if unknown:
-        print(f"--engine {unknown[0]}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
+        print(f"--engine {unknown[0]}: no replay adapter and no replay.cannot_replay in an engine spec; "
+              f"known: {', '.join(known)}", file=sys.stderr)
         return 2
-    engines, chunkings = list(args.engine or ADAPTERS), list(args.chunking or CHUNKINGS)
+    engines, chunkings = list(args.engine or known), list(args.chunking or CHUNKINGS)
     jobs = [(e, args.fixtures, args.results_dir, chunkings) for e in engines]
     # Each engine is its own worker process already; -j runs their host sides (feeding, judging) side by side too.
     if args.jobs > 1:

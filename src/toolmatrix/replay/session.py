@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.registry import EngineSpec, load_engines, load_models
 from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
 from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
@@ -44,6 +44,11 @@ def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
     specs = load_engines()
     return [adapter_for(specs[engine], at or None)
             for engine, _, at in (name.partition("@") for name in (names or ADAPTERS))]
+
+
+def unreplayable_engines() -> dict[str, EngineSpec]:
+    """Engine specs that say why no adapter can replay their parser here (``replay.cannot_replay``), by id."""
+    return {engine: spec for engine, spec in load_engines().items() if spec.cannot_replay is not None}
 
 
 def mode_of(chunking: str) -> str:
@@ -122,11 +127,33 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
             for record in records:
                 writer.write(Posted.of(record))
         hello = client.hello
-    run = Run(run_id, f"parser-replay@{adapter.engine}",
-              {"id": adapter.engine, "version": hello.get("version"), "tier": "replay", "launcher": "replay", "flags": [],
-               "versions": adapter.versions().split(), "skipped_families": skipped},
-              {"id": "parser-replay", "family": "*", "served_name": "parser-replay"}, {"machine": "cpu", "note": "no model ran: parser replay"},
-              started, datetime.now(timezone.utc).isoformat(), toolmatrix_version(), dict(writer.counts),
-              command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=replayed)
-    writer.close(run)
+    engine = {"id": adapter.engine, "version": hello.get("version"), "versions": adapter.versions().split()}
+    writer.close(_replay_run(run_id, engine, skipped, started, writer, portable, replayed))
     return {**writer.counts, "skipped_families": len(skipped)}
+
+
+def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: Path) -> dict[str, int]:
+    """The column of an engine no adapter can replay here (its spec's ``replay.cannot_replay``): a run with no
+    record and every fixture family skipped with that measured reason, so the page says why instead of leaving
+    the engine off."""
+    if spec.cannot_replay is None:
+        raise ValueError(f"{spec.source.name}: engine {spec.id!r} has no replay.cannot_replay reason")
+    started = datetime.now(timezone.utc)
+    portable = Portable.here(directory)
+    writer = RecordWriter(directory, portable.text)
+    skipped = {family: spec.cannot_replay for family in sorted(set(families))}
+    engine = {"id": spec.id, "version": None, "versions": []}
+    writer.close(_replay_run(f"replay-{spec.id}-{started:%Y%m%dT%H%M%S}", engine, skipped, started.isoformat(),
+                             writer, portable, []))
+    return {**writer.counts, "skipped_families": len(skipped)}
+
+
+def _replay_run(run_id: str, engine: dict, skipped: dict[str, str], started: str, writer: RecordWriter,
+                portable: Portable, replayed: list[str]) -> Run:
+    """run.json of a replay: ``engine`` gives id, version and versions; the rest is the same for every engine."""
+    return Run(run_id, f"parser-replay@{engine['id']}",
+               {**engine, "tier": "replay", "launcher": "replay", "flags": [], "skipped_families": skipped},
+               {"id": "parser-replay", "family": "*", "served_name": "parser-replay"},
+               {"machine": "cpu", "note": "no model ran: parser replay"},
+               started, datetime.now(timezone.utc).isoformat(), toolmatrix_version(), dict(writer.counts),
+               command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=replayed)
