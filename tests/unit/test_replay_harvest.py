@@ -17,7 +17,7 @@ from toolmatrix.replay.answers import differences
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
 from toolmatrix.replay.harvest import (LIVE_DISAGREES, NO_RAW_TEXT, NO_STOP_MARKER, REFERENCE_ERRORS, REGENERATED,
-                                       STOP_TOKEN, STREAMED, THINKING, TOOL_CHOICE, HarvestError, harvest)
+                                       REPLAY, STOP_TOKEN, STREAMED, THINKING, TOOL_CHOICE, HarvestError, harvest)
 from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.replay.session import replay_engine
 from toolmatrix.results import RECORDS, RUN, read_run_info, scan_records
@@ -83,6 +83,10 @@ def test_what_is_not_harvested_is_counted_by_reason(tmp_path: Path) -> None:
     # irrelevance.thanks: llama-server answered HTTP 500, which carries no __verbose.
     assert found.excluded == {STREAMED: 1, NO_RAW_TEXT: 1, REGENERATED: 1, TOOL_CHOICE: 1}
     assert harvest([regenerated]).fixtures == () and found.stop_tokens == {}
+    # A parser-replay run holds no live answer: its records are counted from its run.json, not read.
+    replay = data_root() / "results" / "replay"
+    runs = [read_run_info(d).run for d in sorted(replay.glob("*/")) if (d / RUN).is_file()]
+    assert runs and harvest([replay]).excluded == {REPLAY: sum(sum(r.counts.values()) for r in runs)}
 
 
 def test_a_thinking_model_and_a_stop_token_that_is_no_end_marker_are_not_harvested(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ version and verdict), ``tools`` the request's, so a replay configures the parser
 ``harvested``; ``live-disagrees`` where the live answer is not the reference parser's; ``reference-errors`` where
 the reference parser reported a malformed block (its expectation is then only what it could read).
 
-Not harvested, and counted (``Harvest.excluded``), in this order: stream records (the same cases' streams: their
-raw text is not their own), replay records, records without raw text, regenerated evidence (a second generation
+Not harvested, and counted (``Harvest.excluded``), in this order: the records of parser-replay runs (counted from
+run.json, not read), stream records (the same cases' streams: their raw text is not their own), records without raw
+text, regenerated evidence (a second generation
 need not be the text the chat answer came from), tool_choice other than auto (it configures the parser: replay
 asks with auto), thinking models (a reasoning parser's prompt-dependent state is not replayed), and answers with
 no message to compare (an HTTP error).
@@ -51,7 +52,7 @@ TOOL_CHOICE = "tool_choice not auto"
 THINKING = "thinking model"
 NO_ANSWER = "no live answer"
 NO_STOP_MARKER = "stop token not an end marker"
-REASONS = (STREAMED, REPLAY, NO_RAW_TEXT, REGENERATED, TOOL_CHOICE, THINKING, NO_ANSWER, NO_STOP_MARKER)
+REASONS = (REPLAY, STREAMED, NO_RAW_TEXT, REGENERATED, TOOL_CHOICE, THINKING, NO_ANSWER, NO_STOP_MARKER)
 
 
 class HarvestError(ValueError):
@@ -130,8 +131,6 @@ def _raw_text(record: Record, family: str) -> tuple[str | None, str | None]:
 def _exclusion(record: Record, info: RunInfo, live: Message | None) -> str | None:
     if record.mode != "nonstream":
         return STREAMED
-    if record.replay is not None:
-        return REPLAY
     if record.evidence is None or record.evidence.raw_text is None:
         return NO_RAW_TEXT
     if not _same_generation(record):
