@@ -7,12 +7,14 @@ from toolmatrix.registry import EngineSpec
 from .base import Adapter, Support
 from .llamacpp import LlamaCppAdapter
 from .lmdeploy import LMDeployAdapter
+from .mlxlm import MLXLMAdapter
 from .sglang import SGLangAdapter
 from .transformers import TransformersAdapter
 from .vllm import VLLMAdapter
 
 ADAPTERS: dict[str, type[Adapter]] = {"sglang": SGLangAdapter, "vllm": VLLMAdapter, "transformers": TransformersAdapter,
-                                      "lmdeploy": LMDeployAdapter, "llamacpp": LlamaCppAdapter}
+                                      "lmdeploy": LMDeployAdapter, "llamacpp": LlamaCppAdapter,
+                                      "mlxlm": MLXLMAdapter}
 
 
 def adapter_for(spec: EngineSpec, at: str | None = None) -> Adapter:
