@@ -1,0 +1,65 @@
+"""MLX-LM's spec and replay mapping: mlx_lm.server takes no parser flag, so engines/mlxlm.yaml serves its families
+without flags and names for replay the parser module each family's template selects; every other family is an
+empty cell with the spec's measured reason. The live command line is the one MLX-LM 0.32.2's server parses, and the
+replay env pins the same mlx-lm and mlx as the live env, so a replay cell speaks for the live version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.formats import all_families
+from toolmatrix.launchers.process import ProcessLauncher
+from toolmatrix.registry import ModelSpec, load_engines
+from toolmatrix.replay.adapters import adapter_for
+
+SPEC = load_engines()["mlxlm"]
+MLXLM = adapter_for(SPEC)
+
+
+@pytest.mark.parametrize(("family", "parser"), [
+    ("hermes", "json_tools"),       # Qwen3's template: <tool_call> and tool_call.name
+    ("qwen3_coder", "qwen3_coder"),
+    ("glm45", "glm47"),             # GLM-4.5/4.6's template has <arg_key>, which selects glm47
+    ("mistral_v11", "mistral"),
+])
+def test_each_served_family_replays_with_the_parser_its_template_selects(family: str, parser: str) -> None:
+    support = MLXLM.supports(family, "qwen3")
+    assert support and support.tool_parser == parser
+    assert support.reasoning_parser is None  # no flag: the server reads the thinking markers from the vocabulary
+    assert SPEC.family_args[family] == ()  # and the live tier serves it without flags
+
+
+@pytest.mark.parametrize(("family", "reason"), [
+    ("harmony", "MLX-LM 0.32.2 has no Harmony parser"),          # its own cannot_serve line
+    ("llama3_json", "infers no tool parser from Llama 3.1's template"),
+    ("json_lines", "MLX-LM 0.32.2 has no tool parser for this format"),  # the "*" line
+])
+def test_a_family_without_a_parser_is_skipped_with_the_specs_reason(family: str, reason: str) -> None:
+    support = MLXLM.supports(family, None)
+    assert not support and reason in support.reason and family in support.reason
+
+
+def test_every_family_either_replays_or_says_why_not() -> None:
+    for family in (f.id for f in all_families()):
+        support = MLXLM.supports(family, None)
+        assert support or support.reason.strip(), family
+
+
+def test_the_live_command_line_is_mlx_lm_servers_own(tmp_path: Path) -> None:
+    model = ModelSpec.from_source(f"hf:{tmp_path}", "hermes")
+    launcher = ProcessLauncher(SPEC, model, slots=3)
+    assert launcher.command(8123, fetch=False) == ["--model", str(tmp_path), "--host", "127.0.0.1", "--port", "8123",
+                                                  "--decode-concurrency", "3"]
+    assert SPEC.process is not None and SPEC.process.binary == "mlx_lm.server"
+    # Any other model name is loaded as a path or a hub repository (server.py ModelProvider.load).
+    assert launcher.served_model() == "default_model"
+
+
+def test_the_replay_env_pins_the_live_envs_mlx_and_mlx_lm() -> None:
+    assert SPEC.process is not None and SPEC.process.venv is not None
+    live = {pin for step in SPEC.process.venv.steps for pin in step}
+    replay = {pin for step in MLXLM.pip_steps for pin in step}
+    assert {"mlx[cpu]==0.32.4", "mlx-lm==0.32.2"} <= live & replay
