@@ -1,0 +1,148 @@
+"""Replay triage: the rule semantics on hand-made records, a bad triage file refused with its place named, and the
+committed snapshot classified in full by results/replay/triage.yaml (every failing record in a cluster, no cluster
+empty) over whichever engines' records the snapshot holds."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.registry import data_root
+from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
+from toolmatrix.specs import SpecErrors
+
+SNAPSHOT = data_root() / "results" / "replay"
+
+RULES = """\
+clusters:
+  - id: WHOLE
+    class: engine_bug
+    what: the whole-text stream drops the arguments
+    repro: {fixture: hermes.single.a.plain, engine: sglang, chunking: whole}
+    match: {engine: [sglang], mode: [stream]}
+  - id: VARIANT
+    class: truncation_policy
+    what: cut-off calls
+    repro: {fixture: hermes.variant.truncated, engine: vllm, chunking: token}
+    match: {fixture: ["*.variant.truncated"]}
+  - id: PIECES
+    class: engine_bug
+    what: streamed in pieces, the call is lost or its arguments broken
+    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: random}
+    match: {family: [hermes], mode: ["stream:*"], failed: [expected_calls, arguments_json]}
+  - id: NEVER
+    class: fixture_doubt
+    what: covers nothing in these records
+    repro: {fixture: granite.single.a.plain, engine: sglang, chunking: token}
+    match: {family: [granite]}
+"""
+
+
+def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail") -> dict:
+    checks = [{"name": n, "outcome": "fail", "blame": None, "detail": ""} for n in failed]
+    checks.append({"name": "http_status", "outcome": "pass", "blame": None, "detail": ""})
+    return {"case_id": fixture, "mode": mode, "verdict": verdict, "checks": checks,
+            "replay": {"engine": engine, "family": fixture.split(".")[0]}}
+
+
+def _results(root: Path, records: list[dict]) -> Path:
+    for record in records:
+        folder = root / record.get("replay", {"engine": "live"})["engine"]
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "results.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+    return root
+
+
+def _triage(tmp_path: Path, text: str = RULES):
+    path = tmp_path / "triage.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_triage(path)
+
+
+def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_path: Path) -> None:
+    triage = _triage(tmp_path)
+    records = _results(tmp_path / "results", [
+        # whole-text stream of SGLang: WHOLE, although it is also a truncated variant (first match wins)
+        _record("sglang", "hermes.variant.truncated", "stream", ("replay_stream_equal",)),
+        _record("sglang", "hermes.single.a.plain", "stream", ("arguments_json",)),
+        _record("vllm", "hermes.variant.truncated", "nonstream", ("no_marker_leak",), verdict="error"),
+        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls", "replay_stream_equal")),
+        # streamed in pieces but only the text differs: PIECES asks for a call check, so no rule covers it
+        _record("vllm", "hermes.single.b.text_before", "stream:random", ("replay_text",)),
+        # a passing record is never a finding
+        {**_record("vllm", "hermes.single.c.plain", "stream:random", ()), "verdict": "pass"},
+        # the live tier's records carry no replay block: not read
+        {"case_id": "x", "mode": "nonstream", "verdict": "fail", "checks": []},
+    ])
+    classified = classify(triage, failing_records(records))
+
+    assert {cid: dict(counts) for cid, counts in classified.counts.items()} == {
+        "WHOLE": {"sglang": 2}, "VARIANT": {"vllm": 1}, "PIECES": {"vllm": 1}, "NEVER": {}}
+    assert classified.unclassified == [Failing("vllm", "hermes", "hermes.single.b.text_before", "stream:random",
+                                               frozenset({"replay_text"}))]
+    assert classified.empty == ["NEVER"]
+    assert not classified.complete
+    lines = report(classified, triage)
+    assert "1 failing records in no cluster, e.g.:" in lines
+    assert "  vllm stream:random hermes.single.b.text_before failed: replay_text" in lines
+    assert lines[-1] == "clusters that cover no record: NEVER"
+
+
+def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> None:
+    triage = _triage(tmp_path, "intro: '# Triage'\nnotes: '## Notes'\n" + RULES)
+    records = _results(tmp_path / "results", [_record("sglang", "hermes.single.a.plain", "stream", ("x",))])
+    page = markdown(triage, classify(triage, failing_records(records)), "results/replay/fixtures.jsonl")
+
+    assert page.startswith("# Triage\n")
+    assert "Failing records classified: 1 of 1" in page
+    assert "## Engine bugs" in page and "## Fixture doubts" in page and "## Contested format" not in page
+    (whole,) = [line for line in page.splitlines() if line.startswith("| WHOLE")]
+    assert "sglang 1" in whole
+    assert ("grep -F '\"id\": \"hermes.single.a.plain\"' results/replay/fixtures.jsonl > /tmp/one.jsonl && "
+            "toolmatrix replay --fixtures /tmp/one.jsonl --results-dir /tmp/repro --engine sglang --chunking whole"
+            ) in whole
+    assert page.rstrip().endswith("## Notes")
+
+
+@pytest.mark.parametrize("change, where", [
+    (("class: fixture_doubt", "class: doubt"), ":18: cluster 'NEVER': $.clusters[3].class: 'doubt' is not one of"),
+    (("chunking: random}", "chunking: bytes}"), ":15: cluster 'PIECES': $.clusters[2].repro.chunking: 'bytes'"),
+    (("match: {family: [granite]}", "match: {model: [granite]}"),
+     ":21: cluster 'NEVER': $.clusters[3].match: unknown field(s) ('model' was unexpected)"),
+    (("  - id: NEVER", "  - id: WHOLE"), ":17: $.clusters[3].id: cluster id 'WHOLE' is used twice"),
+])
+def test_a_bad_triage_file_is_refused_naming_file_line_cluster_and_field(tmp_path: Path, change: tuple[str, str],
+                                                                         where: str) -> None:
+    old, new = change
+    assert old in RULES
+    with pytest.raises(SpecErrors) as caught:
+        _triage(tmp_path, RULES.replace(old, new))
+    assert str(tmp_path / "triage.yaml") + where in str(caught.value)
+
+
+def test_a_cluster_without_its_repro_is_refused(tmp_path: Path) -> None:
+    text = textwrap.dedent("""\
+        clusters:
+          - id: E1
+            class: engine_bug
+            what: x
+            match: {}
+        """)
+    with pytest.raises(SpecErrors, match=r"triage\.yaml:2: cluster 'E1': .*'repro' is a required property"):
+        _triage(tmp_path, text)
+
+
+def test_the_committed_snapshot_is_classified_in_full() -> None:
+    """Every failing record of every engine folder the snapshot holds is in a cluster of triage.yaml, and every
+    cluster covers at least one record: a new engine's run, or a rerun that changes what fails, shows up here."""
+    engines = sorted(p.parent.name for p in SNAPSHOT.glob("*/results.jsonl"))
+    assert {"sglang", "vllm", "transformers"} <= set(engines)
+    triage = load_triage(SNAPSHOT / "triage.yaml")
+    classified = classify(triage, failing_records(SNAPSHOT))
+
+    assert classified.complete, "\n".join(report(classified, triage))
+    assert {engine for counts in classified.counts.values() for engine in counts} == set(engines)
