@@ -3,7 +3,8 @@ every replay engine, by the real command line, into real records.
 
 An engine whose parser env is missing is skipped here, unless TOOLMATRIX_REQUIRE_ENGINES=1 (CI sets it after
 ``toolmatrix install vllm transformers``, ``toolmatrix replay-install sglang``, ``toolmatrix replay-install lmdeploy``,
-``toolmatrix replay-install mlxlm`` and ``toolmatrix replay-install tokenizers``): then it fails. ~1 minute, most of it vLLM's import.
+``toolmatrix replay-install mlxlm`` and ``toolmatrix replay-install tokenizers``): then it fails. ~1 minute, most of
+it vLLM's import.
 """
 
 from __future__ import annotations
