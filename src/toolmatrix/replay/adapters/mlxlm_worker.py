@@ -108,8 +108,7 @@ def _generator_class():
             return ctx, self._responses(tokenizer, stop_sequences.matcher())
 
         def _responses(self, tokenizer, stop) -> Iterator:
-            detokenizer = tokenizer.detokenizer
-            detokenizer.reset()
+            detokenizer = tokenizer.detokenizer  # a fresh, reset copy per request
             for ids in filter(None, self._pieces):  # a piece of no token is no generation step
                 for token in ids:
                     if stop.advance(token):  # a stop token: the generation ends there, the token undecoded
@@ -119,8 +118,8 @@ def _generator_class():
                     detokenizer.add_token(token)
                 yield server.Response(detokenizer.last_segment, ids[-1], 0.0, None, ())
             detokenizer.finalize()
-            eos = min(tokenizer.eos_token_ids)
-            yield server.Response(detokenizer.last_segment, eos, 0.0, "stop", ())
+            # The model ends its turn: an end-of-sequence token, not decoded (which one only counts a token here).
+            yield server.Response(detokenizer.last_segment, min(tokenizer.eos_token_ids), 0.0, "stop", ())
 
     return ReplayGenerator
 
