@@ -4,20 +4,20 @@ Runs inside MLX-LM's replay environment (``toolmatrix replay-install mlxlm``: th
 ``mlx-lm``, no model). MLX-LM 0.32.2 has no parser flag: which tool parser a model gets, and whether its output
 has a reasoning part, the server infers from the model's tokenizer. Everything between the model's tokens and the
 HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
-- server.py:2022-2080 ``main``: the server's own argument parser and ``ModelProvider``; only ``run``, which would
+- server.py:1922-2086 ``main``: the server's own argument parser and ``ModelProvider``; only ``run``, which would
   start the HTTP server and the generation thread, is swapped for a catch for the duration of the call;
 - utils.py:613-636 ``load_tokenizer`` (what ``ModelProvider._load`` reaches, server.py:437-443) with the
   provider's tokenizer config: ``tokenizer_utils.load`` (tokenizer_utils.py:675-761) reads ``tool_parser_type``
   from that config (a checkpoint's tokenizer_config.json), else infers it from the chat template
   (``_infer_tool_parser``, :629-672); the name comes from engines/mlxlm.yaml ``replay.tool_parsers``, measured
-  against the families' real templates (tests/unit/test_replay_mlxlm.py); ``TokenizerWrapper`` (:338-389)
+  against the families' real templates (tests/integration/test_replay_mlxlm.py); ``TokenizerWrapper`` (:338-389)
   infers the thinking markers from the vocabulary and picks the streaming detokenizer from tokenizer.json;
 - server.py:1239-1352 ``APIHandler.do_POST`` and :1745-1766 ``handle_chat_completions``, on a POST of
   ``/v1/chat/completions`` with the fixture's tools and one user message, read from and written to an in-memory
   connection (``BaseHTTPRequestHandler`` parses the request and writes the answer as on a socket);
-- server.py:1521-1718 ``handle_completion``: the ``TextStateMachine`` (generate.py:937-1044, built by
-  ``make_text_state_machine``, :1054-1095) splits each generated text into normal / reasoning / tool segments and
-  strips the markers; ``ToolCallFormatter`` (server.py:64-101) calls the tool parser on each closed tool block
+- server.py:1521-1718 ``handle_completion``: the ``TextStateMachine`` (generate.py:940-1036, built by
+  ``make_text_state_machine``, :1047-1088; a call marker inside reasoning opens a tool block too, :1071) splits
+  each generated text into normal / reasoning / tool segments and strips the markers; ``ToolCallFormatter`` (server.py:64-101) calls the tool parser on each closed tool block
   (a ``ValueError`` or ``JSONDecodeError`` drops that call with a log line), streamed deltas are written whenever
   the state is not ``tool``, with ``reasoning`` (not ``reasoning_content``) as the reasoning field;
 - the response generator, ``ResponseGenerator.generate`` (server.py:1162-1190), is where the model would run: its
@@ -37,7 +37,8 @@ Differences from the running server, all forced by having no model:
 - a parser exception the server does not catch (anything but ``ValueError``/``JSONDecodeError``) escapes
   ``handle_completion``, and the server closes the connection without an answer (a stream: after what it sent);
   here it is that parse's ``error``;
-- ``system_fingerprint`` reads the device (``mx.device_info``) as on any machine; ids are fresh uuids, as served.
+- ``system_fingerprint`` is given (``parser-replay``), not read from the device; call ids are fresh uuids, as
+  served.
 No import shim: mlx_lm imports on the CPU build of mlx as it is.
 """
 
