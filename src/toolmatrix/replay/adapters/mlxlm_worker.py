@@ -19,7 +19,8 @@ HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
   ``make_text_state_machine``, :1047-1088; a call marker inside reasoning opens a tool block too, :1071) splits
   each generated text into normal / reasoning / tool segments and strips the markers; ``ToolCallFormatter``
   (server.py:64-101) calls the tool parser on each closed tool block (a ``ValueError`` or ``JSONDecodeError``
-  drops that call with a log line), streamed deltas are written whenever the state is not ``tool``, with ``reasoning`` (not ``reasoning_content``) as the reasoning field;
+  drops that call with a log line), streamed deltas are written whenever the state is not ``tool``, with
+  ``reasoning`` (not ``reasoning_content``) as the reasoning field;
 - the response generator, ``ResponseGenerator.generate`` (server.py:1162-1190), is where the model would run: its
   stand-in here does what the server does before its token loop, with the server's own methods (``_tokenize``,
   server.py:618-750: the chat template applied with the tools, the initial state from the prompt's last think
