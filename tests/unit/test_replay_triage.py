@@ -139,7 +139,8 @@ def test_a_cluster_without_its_repro_is_refused(tmp_path: Path) -> None:
 def test_the_committed_snapshot_is_classified_in_full() -> None:
     """Every failing record of every engine folder the snapshot holds is in a cluster of triage.yaml, and every
     cluster covers at least one record: a new engine's run, or a rerun that changes what fails, shows up here."""
-    engines = sorted(p.parent.name for p in SNAPSHOT.glob("*/results.jsonl"))
+    # An engine that cannot replay here has a run with no records (its reason on every cell): nothing to classify.
+    engines = sorted(p.parent.name for p in SNAPSHOT.glob("*/results.jsonl") if p.stat().st_size)
     assert {"sglang", "vllm", "transformers"} <= set(engines)
     triage = load_triage(SNAPSHOT / "triage.yaml")
     classified = classify(triage, failing_records(SNAPSHOT))

@@ -77,7 +77,8 @@ def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkin
     answer = client.request({"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
                              "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
                              "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
-                             "family": fixture.family, "streams": pieces})
+                             "family": fixture.family, "streams": pieces,
+                             "thinking": fixture.expected.reasoning is not None})
     if "unsupported" in answer:
         raise Unsupported(f"{adapter.engine} {support.tool_parser}: {answer['unsupported']}")
     said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]

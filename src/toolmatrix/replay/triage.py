@@ -148,11 +148,16 @@ def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
         for cluster in (c for c in triage.clusters if c.kind == kind):
             engines = classified.counts[cluster.id]
             rows.append([cluster.id, ", ".join(f"{e} {n}" for e, n in sorted(engines.items())),
-                         sum(engines.values()), cluster.what, f"`{cluster.repro_command(fixtures)}`"])
+                         sum(engines.values()), _cell(cluster.what), _cell(f"`{cluster.repro_command(fixtures)}`")])
         if rows:
             lines += [f"## {title}", "", tabulate(rows, headers=["#", "records per engine", "records", "what happens",
                                                                  "repro"], tablefmt="github"), ""]
     return "\n".join(lines + [triage.notes.rstrip(), ""])
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: one line, and a ``|`` of the text (``<|python_tag|>``) is not a column break."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def report(classified: Classified, triage: Triage, limit: int = 20) -> list[str]:

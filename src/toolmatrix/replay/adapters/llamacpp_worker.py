@@ -68,7 +68,11 @@ def template_path(name: str) -> str | None:
 
 def _call(req: dict, **what: object) -> dict:
     path = template_path(req.get("tool_parser") or "")
-    answer = _harness.call({"template": path, "tools": req.get("tools") or [], **what})
+    # A fixture without reasoning is an answer to a request that turned thinking off (chat_template_kwargs
+    # enable_thinking: false, as a client does); with the server's default (on), templates that open <think> in
+    # the generation prompt would read the plain text as reasoning. The harness ignores it where a template has
+    # no such switch, as the server does.
+    answer = _harness.call({"template": path, "tools": req.get("tools") or [], "thinking": req.get("thinking"), **what})
     if "error" in answer or "unsupported" in answer:
         raise EngineError(answer.get("error") or answer["unsupported"])
     return answer
