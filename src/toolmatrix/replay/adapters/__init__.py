@@ -5,6 +5,7 @@ from __future__ import annotations
 from toolmatrix.registry import EngineSpec
 
 from .base import Adapter, Support
+from .dynamo import DynamoAdapter
 from .llamacpp import LlamaCppAdapter
 from .lmdeploy import LMDeployAdapter
 from .mlxlm import MLXLMAdapter
@@ -14,7 +15,7 @@ from .vllm import VLLMAdapter
 
 ADAPTERS: dict[str, type[Adapter]] = {"sglang": SGLangAdapter, "vllm": VLLMAdapter, "transformers": TransformersAdapter,
                                       "lmdeploy": LMDeployAdapter, "llamacpp": LlamaCppAdapter,
-                                      "mlxlm": MLXLMAdapter}
+                                      "mlxlm": MLXLMAdapter, "dynamo": DynamoAdapter}
 
 
 def adapter_for(spec: EngineSpec, at: str | None = None) -> Adapter:
