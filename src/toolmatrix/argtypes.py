@@ -20,6 +20,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def temperature(text: str) -> float:
+    """A sampling temperature: finite and not below zero (0 is greedy)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite temperature of 0 or more")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 
-from toolmatrix.argtypes import case_shard, positive_int, positive_seconds
+from toolmatrix.argtypes import case_shard, positive_int, positive_seconds, temperature
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
@@ -42,6 +42,7 @@ from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, 
 from toolmatrix.results import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
+from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
 from toolmatrix.surfaces import CHAT, SURFACES
@@ -86,6 +87,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the fan-out this run is a shard of (default $TOOLMATRIX_BATCH): the runs of one batch "
                          "are one matrix cell per pair; executors set it")
     group.addoption("--shard", metavar="ID", help="which shard of a fan-out plan this run is (set by the plan)")
+    group.addoption("--samples", metavar="K", type=positive_int, default=1,
+                    help=f"ask each case x mode K times (ids and records get the sample, -s1..-sK); a case that is "
+                         f"greedy by default samples at temperature {SAMPLED_TEMPERATURE:g} when K > 1 (default 1)")
+    group.addoption("--temperature", metavar="T", type=temperature, default=None,
+                    help="the sampling temperature of every case (default: the case's; see --samples)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
 
@@ -182,6 +188,7 @@ class RunState:
             except MissingDependency as exc:
                 raise pytest.UsageError(str(exc)) from None
         self.apis: tuple[str, ...] = opt("--api")
+        self.sampling = Sampling(opt("--samples"), opt("--temperature"))
         self.launcher: Any = None
         self.writers: dict[str, RecordWriter] = {}  # per surface: its own results directory and run
         self.endpoint: dict[str, str] | None = None
@@ -193,7 +200,8 @@ class RunState:
             # The random tail keeps ids apart when shards of one pair start in the same second on many machines.
             f"{self.model.id}@{self.engine_id}-{self.started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(3)}")
         self.verdicts: list[Posted] = []  # for the summary table (their lines are not kept)
-        self.paired: dict[str, frozenset[str]] = {}  # per surface: cases selected in both modes (after -k, -m)
+        self.paired: dict[str, frozenset[tuple[str, int | None]]] = {}  # per surface: (case, sample) selected in
+        # both modes (after -k, -m)
 
     def run_id_of(self, api: str) -> str:
         """The id of the run of one surface: a run (and a matrix cell) is one pair over one surface."""
@@ -267,7 +275,7 @@ class RunState:
             read_template(self.model.chat_template) if self.model.chat_template else None, self.model.special_tokens)
         return Runner(make_client(target, api), target.model, self.family, self.profile,
                       self.engine.pair_unsupported(self.model) if self.engine else {}, self.run_id_of(api), witness, mode,
-                      self.paired.get(api, frozenset()))
+                      self.paired.get(api, frozenset()), self.sampling)
 
     @property
     def profile(self) -> Profile:
@@ -309,13 +317,16 @@ class ItemKey(NamedTuple):
     case_id: str
     mode: str
     api: str = CHAT
+    sample: int | None = None
 
 
 def item_key(nodeid: str) -> ItemKey | None:
-    """What a suite item's node id names (``...::test_case[CASE-MODE]``, ``[CASE-MODE-API]`` over a surface other
-    than chat, maybe with xdist's ``@group``)."""
-    found = re.search(r"::test_case\[(.+)-(nonstream|stream)(?:-(responses|messages))?\]", nodeid)
-    return ItemKey(found.group(1), found.group(2), found.group(3) or CHAT) if found else None
+    """What a suite item's node id names (``...::test_case[CASE-MODE]``, ``[CASE-MODE-sN]`` for sample N of
+    ``--samples``, then ``-API`` over a surface other than chat, maybe with xdist's ``@group``)."""
+    found = re.search(r"::test_case\[(.+)-(nonstream|stream)(?:-s(\d+))?(?:-(responses|messages))?\]", nodeid)
+    if not found:
+        return None
+    return ItemKey(found.group(1), found.group(2), found.group(4) or CHAT, found.group(3) and int(found.group(3)))
 
 
 def option_given(config: pytest.Config, pattern: str) -> bool:
@@ -437,8 +448,9 @@ class Controller:
     def _write_lost(self, key: ItemKey, model: str, why: str, **check: str) -> None:
         state = self.state
         case = state.cases[key.case_id]
-        body = build_request(case, model, state.profile)
-        self.write(Posted.of(lost_record(case, key.mode, body, state.run_id_of(key.api), why, api=key.api, **check)))
+        body = build_request(case, model, state.profile, state.sampling.fields(case.options, key.sample))
+        self.write(Posted.of(lost_record(case, key.mode, body, state.run_id_of(key.api), why, api=key.api,
+                                         sample=key.sample, **check)))
 
     def record_lost(self, items: list[pytest.Item], reason: str) -> None:
         """An error record, blamed on infra, for every selected item of a shard its executor lost."""
@@ -552,14 +564,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state: RunState | None = config.stash.get(state_key, None)
     if state is None:
         return
-    modes: dict[tuple[str, str], set[str]] = {}
+    modes: dict[tuple[str, str, int | None], set[str]] = {}
     for item in items:
         key = item_key(item.nodeid)
         if key is not None:
-            modes.setdefault((key.api, key.case_id), set()).add(key.mode)
+            modes.setdefault((key.api, key.case_id, key.sample), set()).add(key.mode)
             item.repr_failure = functools.partial(case_failure_repr, item)  # type: ignore[method-assign]
-    paired = [(api, case) for (api, case), selected in modes.items() if len(selected) == len(MODES)]
-    state.paired = {api: frozenset(case for a, case in paired if a == api) for api in state.apis}
+    paired = [(api, (case, sample)) for (api, case, sample), selected in modes.items() if len(selected) == len(MODES)]
+    state.paired = {api: frozenset(asking for a, asking in paired if a == api) for api in state.apis}
     reason = config.getoption("--record-lost")
     if reason and is_controller(config):  # with -n 0: the executor runs this on its own machine
         config.pluginmanager.get_plugin("toolmatrix-controller").record_lost(items, reason)
@@ -593,12 +605,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if state is None or "tm_case" not in metafunc.fixturenames:
         return
     params = [
-        pytest.param(case, mode, api, id=f"{case.id}-{mode}" + ("" if api == CHAT else f"-{api}"))
+        pytest.param(case, mode, api, sample,
+                     id=f"{case.id}-{mode}{sample_suffix(sample)}" + ("" if api == CHAT else f"-{api}"))
         for api in state.apis
         for case in state.cases.values()
+        for sample in state.sampling.indexes
         for mode in MODES
     ]
-    metafunc.parametrize(("tm_case", "tm_mode", "tm_api"), params)
+    metafunc.parametrize(("tm_case", "tm_mode", "tm_api", "tm_sample"), params)
 
 
 @pytest.fixture(scope="session")

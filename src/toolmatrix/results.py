@@ -232,6 +232,7 @@ class Record:
     wire_blame: Blame | None = None  # where evidence decided: the blame the wire rules alone would have given
     replay: ReplayInfo | None = None  # parser-replay tier only; None on a live record
     api: str = "chat"  # the surface the case went over: chat | responses | messages
+    sample: int | None = None  # which of --samples K askings (1..K); None: the case x mode was asked once
 
     @property
     def tier(self) -> str:

@@ -18,9 +18,13 @@ from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
 from toolmatrix.evidence import Witness
 from toolmatrix.features import surface_features
+from toolmatrix.sampling import Sampling
 from toolmatrix.surfaces import CHAT, surface
 from toolmatrix.results import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
                                 Word)
+
+
+Asking = tuple[str, int | None]  # (case id, sample): one generation, which both modes of it share
 
 
 class EvidenceMode(Word):
@@ -39,9 +43,9 @@ class Profile:
     request_defaults: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-def build_request(case: Case, model: str, profile: Profile) -> dict:
+def build_request(case: Case, model: str, profile: Profile, sampled: Mapping[str, Any] | None = None) -> dict:
     """The chat-completions body for a case (``stream`` is added by the client per mode; another surface says
-    it in its own words, see ``surfaces``)."""
+    it in its own words, see ``surfaces``); ``sampled``: what one of repeated samples sets over it (``sampling``)."""
     messages = list(case.messages)
     # The prelude goes after the case's leading system messages, so a system prompt still comes first.
     head = 0
@@ -55,6 +59,7 @@ def build_request(case: Case, model: str, profile: Profile) -> dict:
         body["tool_choice"] = case.tool_choice
     body.update({k: v for k, v in profile.request_defaults.items() if k not in case.options})
     body.update(case.options)
+    body.update(sampled or {})
     return body
 
 
@@ -80,19 +85,19 @@ def _exchange_fields(ex: Exchange) -> dict[str, Any]:
 
 
 def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str, *, check: str = "worker",
-                kind: str = "WORKER_LOST", api: str = CHAT) -> Record:
+                kind: str = "WORKER_LOST", api: str = CHAT, sample: int | None = None) -> Record:
     """The record of a case whose answer never came back, because the process (or machine) running it died."""
     return _failed_record(case, mode, body, run_id, CheckResult(check, CheckOutcome.FAIL, Blame.INFRA, reason, kind),
-                          api=api)
+                          api=api, sample=sample)
 
 
 def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: CheckResult,
-                   exchange: Exchange | None = None, api: str = CHAT) -> Record:
+                   exchange: Exchange | None = None, api: str = CHAT, sample: int | None = None) -> Record:
     """An ``error`` record that one check decides, with the exchange where there was one (else the chat ``body``
     as the surface would have sent it)."""
     fields = _exchange_fields(exchange) if exchange is not None else {"request": surface(api).request(body)}
     return Record(run_id, case.id, case.category, mode, Verdict.ERROR, check.blame, f"{check.name}: {check.detail}",
-                  (check,), description=case.description or None, api=api, **fields)
+                  (check,), description=case.description or None, api=api, sample=sample, **fields)
 
 
 def redact(record: Record, secret: str | None) -> Record:
@@ -117,7 +122,8 @@ def _replace_in(value: Any, secret: str) -> Any:
 
 @attrs.define
 class Runner:
-    """Sends cases for one pair: each case's non-streamed answer is asked once and serves both of its modes."""
+    """Sends cases for one pair: each case's non-streamed answer is asked once (per sample) and serves both of its
+    modes."""
 
     client: Connection
     model: str
@@ -127,38 +133,41 @@ class Runner:
     run_id: str = ""
     witness: Witness | None = None  # asks the engine for the model's own words; None: evidence off
     evidence_mode: EvidenceMode = EvidenceMode.FAILURES
-    paired: frozenset[str] = frozenset()  # cases both of whose modes run in this process (see ``_nonstream``)
-    references: dict[str, Exchange] = attrs.field(factory=dict)
-    evidence: dict[str, Evidence] = attrs.field(factory=dict)  # per case: both modes share the prompt
+    paired: frozenset[Asking] = frozenset()  # askings both of whose modes run in this process (``_nonstream``)
+    sampling: Sampling = attrs.field(factory=Sampling)
+    references: dict[Asking, Exchange] = attrs.field(factory=dict)
+    evidence: dict[Asking, Evidence] = attrs.field(factory=dict)  # per asking: both modes share the prompt
 
-    def run(self, case: Case, mode: Mode) -> Record:
-        """The record of ``case`` in ``mode``; a failure of the harness itself on this answer is its ``error``
-        record (with the exchange, where there was one), never a lost run. A key the server echoed is redacted."""
-        body = build_request(case, self.model, self.profile)
+    def run(self, case: Case, mode: Mode, sample: int | None = None) -> Record:
+        """The record of ``case`` in ``mode`` (``sample``: which of repeated samples); a failure of the harness
+        itself on this answer is its ``error`` record (with the exchange, where there was one), never a lost run.
+        A key the server echoed is redacted."""
+        body = build_request(case, self.model, self.profile, self.sampling.fields(case.options, sample))
+        asking = (case.id, sample)
         exchange = None
         try:
             if mode == "nonstream":
-                exchange, reference = self._nonstream(case, body), None
+                exchange, reference = self._nonstream(asking, body), None
             else:
                 exchange = self.client.send(body, "stream")
-                reference = self._nonstream(case, body)
-            record = self._judge(case, mode, body, exchange, reference)
+                reference = self._nonstream(asking, body)
+            record = self._judge(case, mode, body, exchange, reference, sample)
         except Exception as exc:  # noqa: BLE001 - ours, not the engine's: say so on this record and go on
             detail = f"{type(exc).__name__}: {str(exc)[:300]}"
             check = CheckResult("harness", CheckOutcome.FAIL, Blame.INFRA, detail, HARNESS)
-            record = _failed_record(case, mode, body, self.run_id, check, exchange, self.api)
+            record = _failed_record(case, mode, body, self.run_id, check, exchange, self.api, sample)
         return redact(record, self.client.target.secret)
 
-    def _nonstream(self, case: Case, body: dict) -> Exchange:
-        """The case's one non-streamed answer: recorded as its ``nonstream`` record and compared with its stream,
-        whichever of the two modes runs first. It is kept only until the other mode takes it, and only when that
-        mode is to run in this process (``paired``), so memory does not grow with the number of cases."""
-        kept = self.references.pop(case.id, None)
+    def _nonstream(self, asking: Asking, body: dict) -> Exchange:
+        """The asking's one non-streamed answer: recorded as its ``nonstream`` record and compared with its stream
+        (the same sample's), whichever of the two modes runs first. It is kept only until the other mode takes it,
+        and only when that mode is to run in this process (``paired``), so memory does not grow with the cases."""
+        kept = self.references.pop(asking, None)
         if kept is not None:
             return kept
         answer = self.client.send({**body, **self._same_generation_fields}, "nonstream")
-        if case.id in self.paired:
-            self.references[case.id] = answer
+        if asking in self.paired:
+            self.references[asking] = answer
         return answer
 
     @property
@@ -172,7 +181,8 @@ class Runner:
             return {}
         return self.witness.request_fields
 
-    def _judge(self, case: Case, mode: Mode, body: dict, exchange: Exchange, reference: Exchange | None) -> Record:
+    def _judge(self, case: Case, mode: Mode, body: dict, exchange: Exchange, reference: Exchange | None,
+               sample: int | None) -> Record:
         inputs = CheckInput(case, exchange, self.family, case.expect, reference)
         checks = run_checks(inputs)
         message = exchange.message()
@@ -188,7 +198,7 @@ class Runner:
         if self._wants_evidence(decision.verdict):
             # The non-streamed chat answer's body, which a same-generation protocol reads.
             generated = (exchange if mode == "nonstream" else reference).response if self.api == CHAT else None
-            evidence = self._evidence(case, body, message, generated)
+            evidence = self._evidence(case, sample, body, message, generated)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
                 wire_blame = decision.blame if decided else None
@@ -200,7 +210,8 @@ class Runner:
             self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
-            evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, **_exchange_fields(exchange))
+            evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, sample=sample,
+            **_exchange_fields(exchange))
 
     def _wants_evidence(self, verdict: Verdict) -> bool:
         # An error has no answer to weigh: there is nothing for the model's words to be compared with.
@@ -208,10 +219,10 @@ class Runner:
             return False
         return self.evidence_mode is EvidenceMode.ALL or verdict is not Verdict.PASS
 
-    def _evidence(self, case: Case, body: dict, answer: Message | None, generated: Any) -> Evidence:
-        if case.id not in self.evidence:
-            self.evidence[case.id] = self.witness.obtain(case, body, answer, generated)
-        return self.evidence[case.id]
+    def _evidence(self, case: Case, sample: int | None, body: dict, answer: Message | None, generated: Any) -> Evidence:
+        if (case.id, sample) not in self.evidence:
+            self.evidence[case.id, sample] = self.witness.obtain(case, body, answer, generated)
+        return self.evidence[case.id, sample]
 
     def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:
         raw_calls = [

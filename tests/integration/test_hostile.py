@@ -120,7 +120,7 @@ def test_a_harness_failure_on_one_answer_is_that_answers_error_record(monkeypatc
     monkeypatch.setattr(runner_module, "run_checks", fragile)
     with FakeServer(lambda body: Reply(calls=(("get_weather", {"city": "Paris"}),))) as server:
         runner = runner_module.Runner(make_client(Target(server.base_url, "fake")), "fake", get_family("hermes"),
-                                      paired=frozenset({case.id}))
+                                      paired=frozenset({(case.id, None)}))
         stream, nonstream = runner.run(case, "stream"), runner.run(case, "nonstream")
     assert (stream.verdict.value, stream.blame.value) == ("error", "infra")
     assert stream.reason == "harness: RecursionError: maximum recursion depth exceeded"

@@ -10,8 +10,8 @@ from toolmatrix.plugin import RECORD_KEY
 from toolmatrix.results import Posted, Verdict
 
 
-def test_case(tm_case, tm_mode, tm_api, toolmatrix_runners, record_property):
-    record = toolmatrix_runners(tm_api).run(tm_case, tm_mode)
+def test_case(tm_case, tm_mode, tm_api, tm_sample, toolmatrix_runners, record_property):
+    record = toolmatrix_runners(tm_api).run(tm_case, tm_mode, tm_sample)
     record_property(RECORD_KEY, tuple(Posted.of(record)))
     if record.verdict is Verdict.UNSUPPORTED:
         pytest.xfail(f"unsupported: {record.reason}")
