@@ -28,7 +28,10 @@ class DynamoAdapter(Adapter):
     )
 
     def env(self) -> Mapping[str, str]:
-        # Families with no offline tokenizer are encoded with Qwen3's (the worker's fallback), and Dynamo's own
-        # logs stay at warnings: they go to stderr, which the host keeps only on a worker's death.
+        # Families with no offline tokenizer are encoded with Qwen3's (the worker's fallback); Dynamo's Harmony
+        # parsers load the o200k vocabulary from TIKTOKEN_ENCODINGS_BASE (offline, else they strip every Harmony
+        # answer to nothing), which the worker writes there from gpt-oss's tokenizer; Dynamo's own logs stay at
+        # warnings (stderr).
         return {**super().env(), "TOOLMATRIX_DYNAMO_TOKENIZER": str(feeder.tokenizer_dir("qwen3") / "tokenizer.json"),
-                "DYN_LOG": "warn"}
+                "TOOLMATRIX_DYNAMO_HARMONY_TOKENIZER": str(feeder.tokenizer_dir("gptoss") / "tokenizer.json"),
+                "TIKTOKEN_ENCODINGS_BASE": str(self.env_dir / "tiktoken"), "DYN_LOG": "warn"}

@@ -17,16 +17,21 @@ Differences from a served model, forced by having no model:
   ``config.json`` (``CONFIG``; Dynamo reads architectures, context length and end-of-sequence ids from it) and a
   neutral chat template (``TEMPLATE``): the prompt Dynamo renders is thrown away, the stand-in answers the fixture;
 - a family with no offline tokenizer is encoded with ``$TOOLMATRIX_DYNAMO_TOKENIZER`` (Qwen3's, the adapter says
-  so); pieces cut without token ids are encoded piece by piece, so a piece is always one frontend step.
+  so); pieces cut without token ids are encoded piece by piece, so a piece is always one frontend step;
+- Dynamo's Harmony parsers load the o200k vocabulary (openai-harmony downloads it); without it they strip every
+  Harmony answer to nothing ("harmony_encoding_unavailable"). It is rebuilt from gpt-oss's tokenizer.json into
+  ``$TIKTOKEN_ENCODINGS_BASE`` at start, as LMDeploy's worker does (``_worker.harmony_vocabulary``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import json
 import os
 import runpy
+import shutil
 import socket
 import sys
 import tempfile
@@ -54,11 +59,15 @@ class Frontend:
     """Dynamo's frontend and runtime on a background event loop, with one stand-in worker per parser set."""
 
     def __init__(self) -> None:
+        harmony = os.environ.get("TOOLMATRIX_DYNAMO_HARMONY_TOKENIZER", "")
+        if os.path.isfile(harmony):  # before any parser loads it (see the adapter's env)
+            WORKER["harmony_vocabulary"](harmony, os.environ["TIKTOKEN_ENCODINGS_BASE"])
         self.port = _free_port()
         self.loop = asyncio.new_event_loop()
         self.models: dict[tuple, str] = {}
         self.pieces: list[list[int]] = []  # what the stand-in yields next: one request at a time
         self.folder = tempfile.mkdtemp(prefix="dynamo-replay-")
+        atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.runtime = self._run(self._start())
 

@@ -37,7 +37,6 @@ installed wheel; tests/unit/test_replay_lmdeploy.py checks that the shim changes
 
 from __future__ import annotations
 
-import base64
 import functools
 import importlib
 import json
@@ -90,36 +89,12 @@ def _tokenizer(path: str):
     return AutoTokenizer.from_pretrained(os.path.dirname(path))  # the host sends tokenizer.json: its folder
 
 
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level alphabet reversed: the character a tokenizer.json writes for each byte."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    rest = [b for b in range(256) if b not in printable]
-    return {chr(c): b for b, c in [*zip(printable, printable), *((b, 256 + n) for n, b in enumerate(rest))]}
-
-
-def harmony_vocabulary(tokenizer_json: str, folder: str) -> str:
-    """Write ``o200k_base.tiktoken`` (one ``base64(bytes) rank`` line per token, by rank) from the gpt-oss
-    tokenizer.json's BPE vocabulary, once; openai-harmony verifies the file's hash when it loads it."""
-    target = os.path.join(folder, "o200k_base.tiktoken")
-    if not os.path.isfile(target):
-        with open(tokenizer_json, encoding="utf-8") as handle:
-            vocab = json.load(handle)["model"]["vocab"]
-        decode = _byte_decoder()
-        lines = [f"{base64.b64encode(bytes(decode[ch] for ch in token)).decode()} {rank}\n"
-                 for token, rank in sorted(vocab.items(), key=lambda item: item[1])]
-        os.makedirs(folder, exist_ok=True)
-        with open(target + ".part", "w", encoding="ascii", newline="") as handle:
-            handle.writelines(lines)
-        os.replace(target + ".part", target)
-    return target
-
-
 @functools.cache
 def _refusal(tool: str | None, reasoning: str | None, tokenizer: str) -> str | None:
     _, harmony_utils, tools, reasonings = _imports()
     if tool == HARMONY:
         try:
-            harmony_vocabulary(tokenizer, os.environ["TIKTOKEN_ENCODINGS_BASE"])
+            WORKER["harmony_vocabulary"](tokenizer, os.environ["TIKTOKEN_ENCODINGS_BASE"])
             harmony_utils.get_encoding()
         except Exception as exc:  # noqa: BLE001 - the server could not parse a single Harmony answer
             return f"openai-harmony cannot load the o200k vocabulary: {type(exc).__name__}: {exc}"[:400]
