@@ -1,0 +1,70 @@
+"""Dynamo's replay: which of its Rust parsers each family gets (the live spec's --dyn-tool-call-parser and
+--dyn-reasoning-parser values), why the others are skipped, and that the in-process frontend with its stand-in
+worker answers a parse with Dynamo's own parsing (dynamo_worker.py), whole and streamed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from toolmatrix.registry import load_engines
+from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.feeder import tokenizer_path
+
+DYNAMO = adapter_for(load_engines()["dynamo"])
+
+
+@pytest.mark.parametrize(("family", "style", "tool", "reasoning"), [
+    ("hermes", "qwen3", "hermes", "qwen3"),                 # --dyn-tool-call-parser hermes, --dyn-reasoning-parser
+    ("glm45", "glm45", "glm47", "glm45"),                   # no GLM-4.5 tool parser: the spec maps glm47
+    ("deepseek_v31", "deepseek_v3", "deepseek_v3_1", "deepseek_r1"),
+    ("harmony", "harmony", "harmony", "gpt_oss"),
+    ("kimi_k2", None, "kimi_k2", None),
+])
+def test_each_family_gets_the_parser_the_live_spec_starts_the_worker_with(family, style, tool, reasoning) -> None:
+    support = DYNAMO.supports(family, style)
+    assert (support.tool_parser, support.reasoning_parser) == (tool, reasoning) and support
+
+
+def test_a_family_without_a_parser_is_skipped_with_the_specs_reason() -> None:
+    support = DYNAMO.supports("granite", None)
+    assert not support and "Dynamo has no --dyn-tool-call-parser for this format (granite)" in support.reason
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
+    "type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}}}]
+
+
+def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str) -> dict:
+    if DYNAMO.ready() or tokenizer_path(family) is None:
+        pytest.skip(f"{DYNAMO.ready() or 'no tokenizer'} (toolmatrix replay-install dynamo / tokenizers)")
+    req = {"op": "parse", "text": text, "tools": TOOLS, "tool_parser": tool, "reasoning_parser": reasoning,
+           "tokenizer": str(tokenizer_path(family)), "family": family,
+           "streams": {"pieces": [[p, None] for p in pieces]}}
+    done = subprocess.run([str(DYNAMO.python), str(DYNAMO.worker)], input=json.dumps(req) + "\n", text=True,
+                          capture_output=True, env=dict(DYNAMO.env()), timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def test_the_frontend_parses_a_hermes_call_and_its_reasoning_whole_and_streamed() -> None:
+    text = '<think>UTC?</think>Checking.\n<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n' \
+           '</tool_call>'
+    cuts = [0, len("<think>UTC"), text.index("ing."), text.index('"get_time"'), len(text)]
+    answer = _parse(text, [text[a:b] for a, b in zip(cuts, cuts[1:])], "hermes", "qwen3", "hermes")
+    whole = answer["nonstream"]
+    assert (whole["reasoning"], whole["content"].strip()) == ("UTC?", "Checking.")
+    assert [(c["name"], json.loads(c["arguments"])) for c in whole["tool_calls"]] == [("get_time", {"timezone": "UTC"})]
+    deltas = answer["streams"]["pieces"]["deltas"]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "UTC?"
+    calls = [c for d in deltas for c in d.get("tool_calls", [])]
+    assert calls[0]["function"]["name"] == "get_time"
+    assert json.loads("".join(c["function"].get("arguments", "") for c in calls)) == {"timezone": "UTC"}
+
+
+def test_harmony_parses_with_the_offline_vocabulary() -> None:
+    """Without o200k at $TIKTOKEN_ENCODINGS_BASE Dynamo strips a Harmony answer to nothing (measured)."""
+    text = '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"timezone": "UTC"}<|call|>'
+    whole = _parse(text, [text], "harmony", "gpt_oss", "harmony")["nonstream"]
+    assert [(c["name"], json.loads(c["arguments"])) for c in whole["tool_calls"]] == [("get_time", {"timezone": "UTC"})]
