@@ -4,7 +4,9 @@ Exit status: 0 the gate passed; 1 it failed (a case x mode that passed in the ba
 category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable, invalid or damaged
 baseline, results or allowlist: never read as a pass, nor as a regression). Cells in the allowlist are known not
 to work: they are neither regressions nor counted in pass rates. The JUnit XML has one test per case x mode and
-one per threshold.
+one per threshold. ``--min-pass-lower`` thresholds the lower end of pass@1's 95 % Wilson interval (``passk``), so a
+verdict over repeated samples (``--samples K``) gates on what the samples prove, not on their luck; a case x mode
+passes the regression check only when all its samples passed (pass^k).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Iterable, Mapping
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, Word, read_outcomes, read_run_info,
+from toolmatrix.passk import sample_stats
+from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info, read_samples,
                                 repro_command)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
@@ -98,6 +101,7 @@ class Measure(Word):
 
     PASS_RATE = "pass rate"  # end to end: the model and the engine together
     CONFORMANCE = "engine conformance"  # the engine alone: it returned what the model said, honouring the request
+    PASS_LOWER = "pass@1 lower bound"  # the low end of the pass rate's 95 % Wilson interval, over case x mode
 
 
 @attrs.frozen
@@ -110,18 +114,28 @@ class Rate:
     total: int  # records gated (pass rate) or answered and gated (conformance)
     threshold: float
     present: bool = True  # the category has records in the results at all
+    lower: float | None = None  # PASS_LOWER: the interval's low end (passed/total then count samples)
+    mean: float | None = None  # PASS_LOWER: pass@1, the mean over case x mode of their passing samples' share
+
+    @property
+    def score(self) -> float:
+        return self.lower if self.lower is not None else self.passed / self.total
 
     @property
     def breached(self) -> bool:
         # No record left: all allowlisted (nothing to judge), or none run at all (a breach).
-        return not self.present or (self.total > 0 and self.passed / self.total < self.threshold)
+        return not self.present or (self.total > 0 and self.score < self.threshold)
 
     @property
     def option(self) -> str:
-        return "min_pass_rate" if self.measure is Measure.PASS_RATE else "min_conformance"
+        return {Measure.PASS_RATE: "min_pass_rate", Measure.CONFORMANCE: "min_conformance",
+                Measure.PASS_LOWER: "min_pass_lower"}[self.measure]
 
     def __str__(self) -> str:
-        got = f"{100 * self.passed / self.total:.1f}%" if self.total else "no records"
+        got = f"{100 * self.score:.1f}%" if self.total else "no records"
+        if self.measure is Measure.PASS_LOWER and self.total:
+            return (f"{self.category}: {self.measure} {got} (pass@1 {100 * self.mean:.1f}%, {self.passed}/{self.total} "
+                    f"samples) < {100 * self.threshold:g}%")
         return f"{self.category}: {self.measure} {got} ({self.passed}/{self.total}) < {100 * self.threshold:g}%"
 
 
@@ -170,10 +184,11 @@ class GateReport:
         return out + [f"gate: {verdict}"]
 
 
-def _load(path: Path, role: str) -> tuple[RunInfo, dict[Key, Outcome]]:
+def _load(path: Path, role: str) -> tuple[RunInfo, dict[Key, list[Outcome]]]:
+    """A run and the outcome of each sample of each of its case x mode (one, without ``--samples``)."""
     try:
         info = read_run_info(path)
-        return info, read_outcomes(info)
+        return info, read_samples(info)
     except ResultsError as exc:
         raise GateInputError(f"{role}: {exc}") from None
 
@@ -200,36 +215,53 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
     return judgements
 
 
-def _rates(judgements: list[Judgement], now: dict[Key, Outcome], thresholds: Iterable[tuple[Measure, str, float]],
-           known: set[str]) -> list[Rate]:
+def _rates(judgements: list[Judgement], samples: dict[Key, list[Outcome]],
+           thresholds: Iterable[tuple[Measure, str, float]], known: set[str]) -> list[Rate]:
     """Each threshold over the results' records that are not allowlisted."""
+    now = {key: fold(outcomes) for key, outcomes in samples.items()}
     gated = [j for j in judgements if j.key in now and j.ruling is not Ruling.ALLOWED]
     rates = []
     for measure, category, threshold in thresholds:
         if category != ALL and category not in known:
-            option = "--min-pass-rate" if measure is Measure.PASS_RATE else "--min-conformance"
-            raise GateInputError(f"{option} {category}={threshold}: unknown category {category!r} "
+            raise GateInputError(f"--{Rate(measure, category, 0, 0, threshold).option.replace('_', '-')} "
+                                 f"{category}={threshold}: unknown category {category!r} "
                                  f"(known: {', '.join(sorted(known)) or 'none'})")
         scope = [j for j in gated if category in (ALL, j.category)]
+        present = any(category in (ALL, o.category) for o in now.values())
+        if measure is Measure.PASS_LOWER:
+            rates.append(_lower_rate(category, threshold, present, {j.key: samples[j.key] for j in scope}))
+            continue
         if measure is Measure.PASS_RATE:
             passed, total = sum(j.ruling is Ruling.PASSED for j in scope), len(scope)
         else:
             judged = [now[j.key].conformant for j in scope if now[j.key].conformant is not None]
             passed, total = sum(judged), len(judged)
-        present = any(category in (ALL, o.category) for o in now.values())
         rates.append(Rate(measure, category, passed, total, threshold, present))
     return rates
 
 
+def _lower_rate(category: str, threshold: float, present: bool, samples: dict[Key, list[Outcome]]) -> Rate:
+    """``--min-pass-lower``: pass@1 of the gated case x mode and the low end of its interval."""
+    outcomes = [o for group in samples.values() for o in group]
+    passed = sum(o.verdict is Verdict.PASS for o in outcomes)
+    if not samples:
+        return Rate(Measure.PASS_LOWER, category, passed, 0, threshold, present)
+    stats = sample_stats(samples)["pass_at_1"]
+    return Rate(Measure.PASS_LOWER, category, passed, len(outcomes), threshold, present, stats["interval"][0],
+                stats["mean"])
+
+
 def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, float] | None = None,
-             min_conformance: Mapping[str, float] | None = None, allowlist: Path | None = None,
-             junit_xml: Path | None = None) -> GateReport:
+             min_conformance: Mapping[str, float] | None = None, min_pass_lower: Mapping[str, float] | None = None,
+             allowlist: Path | None = None, junit_xml: Path | None = None) -> GateReport:
     """Judge ``results`` against ``baseline`` (both results directories). Raises GateInputError for exit 2."""
     allow = load_allowlist(allowlist) if allowlist else ()
-    base_info, before = _load(baseline, "baseline")
-    if not before:
+    base_info, base_samples = _load(baseline, "baseline")
+    if not base_samples:
         raise GateInputError(f"baseline: {baseline}: no records (a gate against nothing would always pass)")
-    info, now = _load(results, "results")
+    info, samples = _load(results, "results")
+    before = {key: fold(outcomes) for key, outcomes in base_samples.items()}
+    now = {key: fold(outcomes) for key, outcomes in samples.items()}
     warnings = []
     if base_info.pair != info.pair:
         warnings.append(f"comparing different pairs: results {info.pair}, baseline {base_info.pair}")
@@ -238,7 +270,8 @@ def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, floa
     known = {o.category for o in (*before.values(), *now.values())}
     thresholds = [(Measure.PASS_RATE, c, t) for c, t in (min_pass_rates or {}).items()]
     thresholds += [(Measure.CONFORMANCE, c, t) for c, t in (min_conformance or {}).items()]
-    rates = _rates(judgements, now, thresholds, known)
+    thresholds += [(Measure.PASS_LOWER, c, t) for c, t in (min_pass_lower or {}).items()]
+    rates = _rates(judgements, samples, thresholds, known)
     prefix = info.run.repro_prefix()
     report = GateReport(
         info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
@@ -286,7 +319,8 @@ def write_junit(report: GateReport, path: Path) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     try:
         report = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
-                          min_conformance=dict(args.min_conformance), allowlist=args.allow, junit_xml=args.junit_xml)
+                          min_conformance=dict(args.min_conformance), min_pass_lower=dict(args.min_pass_lower),
+                          allowlist=args.allow, junit_xml=args.junit_xml)
     except GateInputError as exc:
         print(f"toolmatrix gate: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -301,7 +335,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "gate", help="fail when results regress against a baseline",
         description="Compare a results directory with a baseline results directory. Exit status: 0 passed; "
                     "1 failed (a case x mode that passed in the baseline does not pass now, or a category is under "
-                    "its --min-pass-rate or --min-conformance); 2 usage or input error (missing or invalid baseline, results or "
+                    "its --min-pass-rate, --min-conformance or --min-pass-lower); 2 usage or input error (missing or invalid baseline, results or "
                     "allowlist).")
     parser.add_argument("--baseline", metavar="DIR", type=Path, required=True, help="the baseline results directory")
     parser.add_argument("--results", metavar="DIR", type=Path, required=True, help="the results directory to judge")
@@ -310,6 +344,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-conformance", metavar="CATEGORY=RATE", type=parse_threshold, action="append",
                         default=[], help="fail when CATEGORY's engine conformance (the engine alone: it returned "
                         "what the model said, honouring the request) is under RATE; repeatable")
+    parser.add_argument("--min-pass-lower", metavar="CATEGORY=RATE", type=parse_threshold, action="append",
+                        default=[], help="fail when the low end of the 95%% Wilson interval of CATEGORY's pass@1 "
+                        "(the mean over repeated samples, --samples K; over case x mode) is under RATE; repeatable")
     parser.add_argument("--allow", metavar="FILE.yaml", type=Path,
                         help="known-unsupported cells, each with a reason (schema: allowlist.schema.json)")
     parser.add_argument("--junit-xml", metavar="FILE", type=Path, help="also write the judgements as JUnit XML")

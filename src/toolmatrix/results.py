@@ -233,6 +233,7 @@ class Record:
     replay: ReplayInfo | None = None  # parser-replay tier only; None on a live record
     api: str = "chat"  # the surface the case went over: chat | responses | messages
     sample: int | None = None  # which of --samples K askings (1..K); None: the case x mode was asked once
+    fuzz_seed: int | None = None  # a generated case (--fuzz): the seed it was drawn with; None: a case file's
 
     @property
     def tier(self) -> str:
@@ -334,6 +335,7 @@ class Run:
     exit_status: ExitStatus | None = None
     engine_death: EngineDeath | None = None
     api: str = "chat"  # the surface every case of the run went over: a cell per model x engine x surface
+    fuzz: dict | None = None  # --fuzz: {seed, count, hypothesis}, what draws the generated cases again
 
     def to_dict(self) -> dict:
         return _converter.unstructure(self)
@@ -582,15 +584,16 @@ class _Tally:
 
     def __init__(self, info: RunInfo):
         self.info = info
-        self.first_lines: dict[tuple[str, str], int] = {}  # the line of each case x mode
+        self.first_lines: dict[tuple[str, str, int | None], int] = {}  # the line of each case x mode (x sample)
         self.counts: dict[str, int] = {}
 
     def add(self, number: int, data: dict) -> list[str]:
-        """The problem with one more valid record: a case x mode recorded already."""
-        key = (data["case_id"], data["mode"])
+        """The problem with one more valid record: a case x mode (its sample, with --samples) recorded already."""
+        key = (data["case_id"], data["mode"], data.get("sample"))
         first = self.first_lines.setdefault(key, number)
         if first != number:
-            return [f"{self.info.path / RECORDS}:{number}: case {key[0]!r} [{key[1]}] recorded twice, on lines "
+            sample = "" if key[2] is None else f" sample {key[2]}"
+            return [f"{self.info.path / RECORDS}:{number}: case {key[0]!r} [{key[1]}{sample}] recorded twice, on lines "
                     f"{first} and {number}"]
         self.counts[data["verdict"]] = self.counts.get(data["verdict"], 0) + 1
         return []
@@ -653,8 +656,26 @@ def read_records(directory: Path) -> Iterator[Record]:
 
 
 def read_outcomes(info: RunInfo) -> dict[tuple[str, str], Outcome]:
-    """Every ``(case_id, mode)`` of a run and its outcome; raises ResultsError as ``scan_records`` does."""
-    return {(line.data["case_id"], line.data["mode"]): line.outcome for line in scan_records(info)}
+    """Every ``(case_id, mode)`` of a run and its outcome, its repeated samples folded (``fold``); raises
+    ResultsError as ``scan_records`` does."""
+    return {key: fold(samples) for key, samples in read_samples(info).items()}
+
+
+def read_samples(info: RunInfo) -> dict[tuple[str, str], list[Outcome]]:
+    """Every ``(case_id, mode)`` of a run and the outcome of each of its samples (one without ``--samples``)."""
+    samples: dict[tuple[str, str], list[Outcome]] = {}
+    for line in scan_records(info):
+        samples.setdefault((line.data["case_id"], line.data["mode"]), []).append(line.outcome)
+    return samples
+
+
+def fold(samples: Iterable[Outcome]) -> Outcome:
+    """One case x mode over its samples, as a gate reads it: a pass only when every sample passed (pass^k), else
+    the first sample that did not; conformant False when any sample's was, None when none was judged."""
+    samples = list(samples)
+    first = next((o for o in samples if o.verdict is not Verdict.PASS), samples[0])
+    judged = [o.conformant for o in samples if o.conformant is not None]
+    return first._replace(conformant=all(judged) if judged else None)
 
 
 def check_results(directory: Path) -> list[str]:

@@ -4,6 +4,8 @@ A cell keeps counts for every record but text for failing ones only, and only as
 allows; every failing record of every run is also copied verbatim to the cell's ``.jsonl`` file, which holds the
 full story. Several runs (machines, slices of the cases) make one cell: each case x mode counts once, and one
 whose runs disagree on the verdict is *mixed*: neither a pass nor a failure, listed with each run's verdict.
+Repeated samples (``--samples``) count each sample: the pass rate is then pass@1 (the mean over samples), and the
+cell's ``samples`` adds its interval, pass^k and the case x mode whose samples disagree (``passk``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import IO, Any, Mapping
 import attrs
 
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
-from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, repro_command,
+from toolmatrix.passk import sample_stats
+from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
                                 scan_records)
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
@@ -27,6 +30,13 @@ FOLDERS = re.compile(r"(?<=[ =])[^\s=:]*/(?=[^\s/]+$)")  # "--x /a/b/c.jinja" ->
 HISTORY_CAP = 50  # newly failing / passing cases listed per cell on the page (all of them in matrix.json)
 RUNS_CAP = 50  # runs and mixed cases listed per cell on the page (all of them in matrix.json)
 MIXED = "mixed"  # a cell's verdict for a case x mode its runs disagree on; never a record's
+Key = tuple  # (case_id, mode), or (case_id, mode, sample) for one of repeated samples
+
+
+def record_key(record: Mapping[str, Any]) -> Key:
+    """What a record counts as in a cell: its case x mode, and its sample where it is one of several."""
+    sample = record.get("sample")
+    return (record["case_id"], record["mode"]) if sample is None else (record["case_id"], record["mode"], sample)
 
 
 def key_flags(flags: list[str]) -> list[str]:
@@ -115,7 +125,7 @@ class _RunScan:
     """What one run of a cell came to: each of its case x mode (small tuples only) and its evidence statuses."""
 
     info: RunInfo
-    outcomes: dict[tuple[str, str], Outcome]
+    outcomes: dict[Key, Outcome]
     evidence: Counter
 
 
@@ -138,6 +148,8 @@ class _Failures:
             "verdict": record["verdict"], "blame": record["blame"], "reason": cap(record["reason"], REASON_CAP),
             "repro": repro_command(prefix, record["case_id"], record["mode"]), **source,
         }
+        if record.get("sample") is not None:
+            entry["sample"] = record["sample"]
         if record.get("description"):
             entry["description"] = record["description"]
         self.listed.append(entry)
@@ -145,11 +157,11 @@ class _Failures:
             detail = None if self.budget.details_full else failure_detail(record, self.budget.blob_cap)
             self.shown.append({**entry, "detail": detail} if detail and self.budget.take_detail(detail) else entry)
 
-    def without(self, mixed: set[tuple[str, str]]) -> None:
+    def without(self, mixed: set[Key]) -> None:
         """Drop the cases found mixed after they were listed (a newer run failed them, an older one did not)."""
         if mixed:
-            self.listed = [e for e in self.listed if (e["case_id"], e["mode"]) not in mixed]
-            self.shown = [e for e in self.shown if (e["case_id"], e["mode"]) not in mixed]
+            self.listed = [e for e in self.listed if record_key(e) not in mixed]
+            self.shown = [e for e in self.shown if record_key(e) not in mixed]
 
 
 def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
@@ -196,7 +208,7 @@ def summarize_runs(infos: list[RunInfo], budget: int, out_dir: Path, details_nam
     try:
         with partial.open("wb") as details:
             failures = _Failures(_Budget.of(budget - several), details)
-            merged: dict[tuple[str, str], Outcome] = {}
+            merged: dict[Key, Outcome] = {}
             scans = [_scan_run(info, merged, failures, len(infos) > 1) for info in infos]
     except BaseException:
         partial.unlink(missing_ok=True)
@@ -205,17 +217,17 @@ def summarize_runs(infos: list[RunInfo], budget: int, out_dir: Path, details_nam
     return _cell(scans, merged, failures, several, details_name)
 
 
-def _scan_run(info: RunInfo, merged: dict[tuple[str, str], Outcome], failures: _Failures, tag: bool) -> _RunScan:
+def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, tag: bool) -> _RunScan:
     """One pass over a run: its outcomes, folded into ``merged``; its failing records copied, and listed unless a
     newer run of the cell recorded the case already (each case x mode counts once)."""
     prefix = info.run.repro_prefix()
     source = {"run_id": info.run_id, "host": info.run.hardware.get("host")} if tag else {}
-    outcomes: dict[tuple[str, str], Outcome] = {}
+    outcomes: dict[Key, Outcome] = {}
     evidence: Counter = Counter()
     try:
         for line in scan_records(info):
             record = line.data  # failing records are copied as they are: the typed Record is not needed here
-            key = (record["case_id"], record["mode"])
+            key = record_key(record)
             outcome = outcomes[key] = line.outcome
             asked = record.get("evidence") or {}
             evidence[evidence_label(asked.get("status", "not asked"), asked.get("source"))] += 1
@@ -230,7 +242,7 @@ def _scan_run(info: RunInfo, merged: dict[tuple[str, str], Outcome], failures: _
     return _RunScan(info, outcomes, evidence)
 
 
-def _fold(merged: dict[tuple[str, str], Outcome], outcomes: Mapping[tuple[str, str], Outcome]) -> None:
+def _fold(merged: dict[Key, Outcome], outcomes: Mapping[Key, Outcome]) -> None:
     for key, outcome in outcomes.items():
         first = merged.setdefault(key, outcome)
         if first is not outcome:
@@ -251,14 +263,15 @@ def _combine(newer: Outcome, older: Outcome) -> Outcome:
     return Outcome(newer.category, verdict, blamed.blame, blamed.reason, conformant)
 
 
-def _mixed(merged: dict[tuple[str, str], Outcome], scans: list[_RunScan]) -> list[dict]:
+def _mixed(merged: dict[Key, Outcome], scans: list[_RunScan]) -> list[dict]:
     """Each mixed case x mode with every verdict recorded for it: run, host, verdict, blame and reason."""
     out = []
     for key, outcome in merged.items():
         if outcome.verdict != MIXED:
             continue
         runs = [(scan.info.run, scan.outcomes[key]) for scan in scans if key in scan.outcomes]
-        out.append({"case_id": key[0], "mode": key[1], "category": outcome.category, "runs": [
+        out.append({"case_id": key[0], "mode": key[1], **({"sample": key[2]} if len(key) > 2 else {}),
+                    "category": outcome.category, "runs": [
             {"run_id": run.run_id, "host": run.hardware.get("host"), "verdict": str(o.verdict),
              "blame": o.blame and str(o.blame), "reason": cap(o.reason, REASON_CAP)} for run, o in runs]})
     return sorted(out, key=_order)
@@ -270,12 +283,12 @@ def _rows(counts: Counter) -> list[list]:
     return sorted(rows, key=lambda row: str(tuple(row[:-1])))
 
 
-def _cell(scans: list[_RunScan], merged: dict[tuple[str, str], Outcome], failures: _Failures, several: int,
+def _cell(scans: list[_RunScan], merged: dict[Key, Outcome], failures: _Failures, several: int,
           details_name: str) -> Cell:
-    breakdown = Counter((o.category, mode, o.verdict, o.blame) for (_, mode), o in merged.items())
-    conformance = Counter((o.category, mode, o.conformant) for (_, mode), o in merged.items())
+    breakdown = Counter((o.category, key[1], o.verdict, o.blame) for key, o in merged.items())
+    conformance = Counter((o.category, key[1], o.conformant) for key, o in merged.items())
     mixed = _mixed(merged, scans)
-    failures.without({(m["case_id"], m["mode"]) for m in mixed})
+    failures.without({record_key(m) for m in mixed})
     runs = [_run_entry(scan) for scan in scans]
     breakdown_rows = _rows(breakdown)
     counts: Counter = Counter()
@@ -287,17 +300,33 @@ def _cell(scans: list[_RunScan], merged: dict[tuple[str, str], Outcome], failure
         "breakdown": breakdown_rows, **conformance_fields(conformance),
         "evidence": dict(sorted(sum((s.evidence for s in scans), Counter()).items())),
         "failures_total": len(failures.listed), "runs_total": len(runs), "mixed_total": len(mixed), "history": None,
+        **_samples_field(merged),
     }
     full = {**base, "runs": runs, "mixed": mixed, "failures": sorted(failures.listed, key=_order)}
     listed = [{k: v for k, v in run.items() if k != "path"} for run in runs]  # the page has no use for paths
     page = {**base, "runs": listed[:1] + capped(listed[1:], RUNS_CAP - 1, several // 2),
             "mixed": capped(mixed, RUNS_CAP, several // 2), "failures": sorted(failures.shown, key=_order),
             "details_shown": sum(1 for e in failures.shown if "detail" in e)}
-    return Cell(scans[0].info, full, page, merged)
+    return Cell(scans[0].info, full, page, {key: fold(samples) for key, samples in _by_case_mode(merged).items()})
 
 
-def _order(entry: dict) -> tuple[str, str, str]:
-    return entry["category"], entry["case_id"], entry["mode"]
+def _by_case_mode(merged: Mapping[Key, Outcome]) -> dict[tuple[str, str], list[Outcome]]:
+    groups: dict[tuple[str, str], list[Outcome]] = {}
+    for key, outcome in merged.items():
+        groups.setdefault(key[:2], []).append(outcome)
+    return groups
+
+
+def _samples_field(merged: Mapping[Key, Outcome]) -> dict[str, Any]:
+    """``samples``: the statistics of repeated samples, in a cell with more than one sample per case x mode."""
+    groups = _by_case_mode(merged)
+    if all(len(outcomes) == 1 for outcomes in groups.values()):
+        return {}
+    return {"samples": sample_stats(groups)}
+
+
+def _order(entry: dict) -> tuple:
+    return entry["category"], entry["case_id"], entry["mode"], entry.get("sample") or 0
 
 
 def _size(value: Any) -> int:

@@ -83,12 +83,29 @@ def _percent(rate: float | None) -> str:
     return "-" if rate is None else f"{100 * rate:.0f}%"
 
 
+def _interval(stat: dict) -> str:
+    """A mean with its 95 % interval: ``62% [48%-74%]``."""
+    low, high = stat["interval"] or (None, None)
+    return _percent(stat["mean"]) + (f" [{_percent(low)}-{_percent(high)}]" if stat["interval"] else "")
+
+
+def _samples_md(samples: dict) -> str:
+    """Repeated samples of a cell: pass@1 with its interval, pass^k, the disagreeing, conformance with its interval."""
+    fewest, most = samples["samples"]
+    k = str(most) if fewest == most else f"{fewest}-{most}"
+    return (f"k={k}: pass@1 {_interval(samples['pass_at_1'])}, pass^k {_percent(samples['pass_hat_k'])} "
+            f"({samples['all_passed']}/{samples['pass_at_1']['n']}), {samples['disagreeing']} disagreeing, "
+            f"engine {_interval(samples['conformance'])}")
+
+
 def _cell_md(cell: dict) -> str:
     counts = cell["counts"]
     text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
     if "conformance" in cell:  # cells of older toolmatrix builds have none
         judged = cell["conformance_counts"]
         text += f", engine {_percent(cell['conformance'])} ({judged['conformant']}/{judged['judged']})"
+    if cell.get("samples"):
+        text += "; " + _samples_md(cell["samples"])
     extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error", "mixed") if counts.get(v)]
     if cell["runs_total"] > 1:
         extra.append(f"{cell['runs_total']} runs")
@@ -134,7 +151,8 @@ def _changes_md(cells: list[dict]) -> list[str]:
 def _mixed_item_md(entry: dict) -> str:
     verdicts = "; ".join(f"{md_text(r['host'] or r['run_id'])}: {r['verdict']}"
                          + (f" ({md_text(r['reason'], 100)})" if r["reason"] else "") for r in entry["runs"])
-    return f"- {md_text(entry['case_id'])} \\[{entry['mode']}\\]: {verdicts}"
+    sample = f" sample {entry['sample']}" if entry.get("sample") else ""
+    return f"- {md_text(entry['case_id'])} \\[{entry['mode']}{sample}\\]: {verdicts}"
 
 
 def _mixed_md(cells: list[dict]) -> list[str]:
@@ -168,7 +186,10 @@ def render_markdown(data: dict) -> str:
              "its configuration on other machines or case shards (the model and the engine together); a case x "
              "mode those runs disagree on is mixed, not a pass. Engine = engine conformance: the share of answered "
              "records where the engine returned what the model said, in a valid wire shape, honouring the request "
-             "(the engine alone).", "",
+             "(the engine alone). With repeated samples (--samples K) every sample counts: the pass rate is pass@1, the "
+             "mean over samples; k=K adds its 95% Wilson interval over case x mode, pass^k (the share of case x mode "
+             "whose K samples all passed), the case x mode whose samples disagree, and conformance with its "
+             "interval.", "",
              tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     categories = sorted({r[0] for c in cells for r in c["breakdown"]})
     if cells and categories:
