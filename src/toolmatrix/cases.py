@@ -269,8 +269,11 @@ def _embedded_schemas(data: Mapping[str, Any]) -> Iterator[tuple[JsonPath, Any]]
 def _matcher_schemas(at: JsonPath, expect: Mapping[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
     for position, call in enumerate(expect.get("calls", [])):
         for argument, matcher in call.get("arguments", {}).items():
+            inner: JsonPath = ()
+            if isinstance(matcher, dict) and "optional" in matcher:  # {optional: {schema: ...}}
+                matcher, inner = matcher["optional"], ("optional",)
             if isinstance(matcher, dict) and "schema" in matcher:
-                yield at + ("calls", position, "arguments", argument, "schema"), matcher["schema"]
+                yield at + ("calls", position, "arguments", argument) + inner + ("schema",), matcher["schema"]
 
 
 def _embedded_schema_errors(doc: YamlDoc) -> list[SpecError]:

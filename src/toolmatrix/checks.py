@@ -487,11 +487,14 @@ _ABSENT = object()
 
 
 def value_matches(matcher: Any, value: Any) -> bool:
-    """One argument value against a case matcher (literal, any_of, regex, contains, schema, equals, absent)."""
+    """One argument value against a case matcher (literal, any_of, regex, contains, schema, equals, absent,
+    optional: absent, or present and matching the matcher inside)."""
     if isinstance(matcher, dict) and len(matcher) == 1:
         (op, arg), = matcher.items()
         if op == "absent":
             return value is _ABSENT
+        if op == "optional":
+            return value is _ABSENT or value_matches(arg, value)
         if value is _ABSENT:
             return False
         if op == "any_of":

@@ -62,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine")
     install.set_defaults(func=_cmd_install)
-    from toolmatrix import gate, matrix, plan, show
+    from toolmatrix import bfcl, gate, matrix, plan, show
+    bfcl.register(sub)
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)

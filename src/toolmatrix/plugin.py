@@ -29,6 +29,7 @@ import attrs
 import pytest
 
 from toolmatrix.argtypes import case_shard, positive_int, positive_seconds, temperature
+from toolmatrix.bfcl import BfclUnavailable, case_source
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
@@ -65,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key (the key is never written anywhere)")
     group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
     group.addoption("--variant", metavar="NAME", help="docker variant of the engine spec, with --launcher=docker (e.g. llamacpp: cpu, local)")
-    group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory (repeatable)")
+    group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory, or bfcl:CATEGORY (BFCL's data, converted at run time; repeatable)")
     group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
     group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
@@ -166,7 +167,10 @@ class RunState:
         if opt("--base-url"):
             check_base_url(opt("--base-url"))
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
-        paths += [Path(p) for p in opt("--cases")]
+        try:  # a worker reads the bfcl: files its controller has just converted
+            paths += [case_source(p, convert=is_controller(config)) for p in opt("--cases")]
+        except BfclUnavailable as exc:
+            raise pytest.UsageError(f"--cases: {exc}") from None
         try:
             # A worker reads the files its controller has just validated (a bad file stops the run before workers).
             self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths, validate=is_controller(config))}
