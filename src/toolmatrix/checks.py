@@ -20,6 +20,7 @@ import jsonschema_rs
 from toolmatrix import jsontext
 from toolmatrix.cases import Case, Expectation
 from toolmatrix.exchange import Call, Exchange, Message
+from toolmatrix.features import PRECONDITIONS
 from toolmatrix.formats import Family
 from toolmatrix.results import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.specs import load_schema
@@ -623,11 +624,14 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     """A case's outcome for one mode from its checks and the engine's declared gaps.
 
     error: the exchange itself failed (5xx, timeout, no server) on a valid request. unsupported: it failed and
-    the case exercises a feature the engine spec declares unsupported (the reason is shown, never hidden).
+    the case exercises a feature the engine spec declares unsupported (the reason is shown, never hidden), or it
+    needs what the model lacks (``features.PRECONDITIONS``: a case on thinking, a model that does not think).
     """
     failures = [r for r in results if r.failed]
     if not failures:
-        return Decision(Verdict.PASS, None, "")
+        # Passing proves nothing where the model could not do what the case is about.
+        lacking = [f"{f}: {unsupported[f]}" for f in sorted(features) if f in PRECONDITIONS and f in unsupported]
+        return Decision(Verdict.UNSUPPORTED, None, "; ".join(lacking)) if lacking else Decision(Verdict.PASS, None, "")
     first = failures[0]
     reason = f"{first.name}: {first.detail}"
     # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).

@@ -62,12 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine")
     install.set_defaults(func=_cmd_install)
+    from toolmatrix import casetable
+    casetable.register(sub)
     from toolmatrix import bfcl, gate, matrix, plan, show
     bfcl.register(sub)
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)
     show.register(sub)
+    from toolmatrix import fuzzkeep
+    fuzzkeep.register(sub)
     from toolmatrix.replay import cli as replay_cli
     replay_cli.register(sub)
     return parser
@@ -76,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # a generated file names the command that wrote it
-    if args.command == "validate" and not args.paths:
+    if args.command in ("validate", "cases") and not args.paths:
         from toolmatrix.registry import data_root
 
         args.paths = [str(data_root() / "cases")]

@@ -10,7 +10,12 @@ TOOL_CHOICE = ("tool_choice.none", "tool_choice.required", "tool_choice.named", 
 PARALLEL_CALLS = "parallel_calls"  # more than one call expected
 PARALLEL_TOOL_CALLS_FALSE = "parallel_tool_calls.false"  # the request forbids parallel calls
 MULTI_TURN = "multi_turn"  # a tool result is sent back
-CASE_FEATURES = (*TOOL_CHOICE, PARALLEL_CALLS, PARALLEL_TOOL_CALLS_FALSE, MULTI_TURN)
+# What the model itself must do for a case to test anything, declared by a case's ``requires``. A model that lacks
+# it can neither pass nor fail such a case: ``checks.judge`` makes it ``unsupported`` whatever the answer.
+REASONING = "reasoning"  # the model writes a thinking block before it answers
+PRECONDITIONS = (REASONING,)
+NOT_THINKING = "the model does not think"  # the gap of every registry model without a ``reasoning:`` style
+CASE_FEATURES = (*TOOL_CHOICE, PARALLEL_CALLS, PARALLEL_TOOL_CALLS_FALSE, MULTI_TURN, *PRECONDITIONS)
 # Checks an engine may declare it fails by design (a response shape it is known to differ in): a gap, not a bug.
 CHECK_GAPS = ("call_ids", "finish_reason")
 # A surface other than Chat Completions (see ``surfaces``), which an engine may declare it does not serve.

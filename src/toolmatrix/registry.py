@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from toolmatrix import features
 from toolmatrix.placeholders import unknown_placeholders
 from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
@@ -317,7 +318,9 @@ class ModelSpec:
             tool_args={k: tuple(v) for k, v in data.get("tool_args", {}).items()},
             engine_args={k: tuple(v) for k, v in data.get("engine_args", {}).items()},
             reasoning=data.get("reasoning"),
-            unsupported=dict(data.get("unsupported", {})),
+            # The registry says which models think; the rest cannot take part in a case that requires it.
+            unsupported={**({} if data.get("reasoning") else {features.REASONING: features.NOT_THINKING}),
+                         **data.get("unsupported", {})},
             response_template=templates / data["response_template"] if data.get("response_template") else None,
             special_tokens=dict(data.get("special_tokens", {})),
         )

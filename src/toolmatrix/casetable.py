@@ -1,0 +1,54 @@
+"""``toolmatrix cases``: the case library by category, as the Markdown the README shows.
+
+Generated, never typed: each row is a category's case count and the first sentence of its file's
+``description``, so the README's count and table follow the files (tests/unit/test_case_library.py holds the
+README to this output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from toolmatrix.cases import case_files, load_cases
+from toolmatrix.specs import SpecErrors, read_yaml
+
+_SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")  # "e.g. DE" and "v0.2" do not end a sentence
+
+
+def covers(description: str) -> str:
+    """What a case file covers, for a table cell: the first sentence of its description, on one line."""
+    first = _SENTENCE_END.split(" ".join(description.split()), maxsplit=1)[0]
+    return first.replace("|", "\\|").replace("<", "&lt;")  # a cell: no column break, no HTML tag
+
+
+def table(paths: list[Path]) -> str:
+    """The lead line and the category table of the case files under ``paths`` (validated first)."""
+    counts = Counter(case.category for case in load_cases(paths))
+    described = {}
+    for path in case_files(paths):
+        data = read_yaml(path).data
+        if data["category"] in counts:
+            described.setdefault(data["category"], covers(data.get("description", "")))
+    lines = [f"{sum(counts.values())} cases in {len(counts)} categories:", "",
+             "| category | cases | what it covers |", "|---|---:|---|"]
+    lines += [f"| `{category}` | {counts[category]} | {described[category]} |" for category in sorted(counts)]
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_cases(args: argparse.Namespace) -> int:
+    try:
+        sys.stdout.write(table([Path(p) for p in args.paths]))
+    except SpecErrors as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    cases = sub.add_parser("cases", help="print the case library's category table (Markdown, as in the README)")
+    cases.add_argument("paths", nargs="*", default=[], help="case files or directories (default: the built-in library)")
+    cases.set_defaults(func=_cmd_cases)
