@@ -41,6 +41,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed(text: str) -> int:
+    """A random seed: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more")
+    return value
+
+
 def case_shard(text: str) -> CaseShard:
     try:
         index, count = (int(part) for part in text.split("/"))

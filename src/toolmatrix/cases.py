@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
+import yaml
 
 from toolmatrix import features
 from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem, read_yaml, schema_errors
-from toolmatrix.yamldata import JsonPath
+from toolmatrix.yamldata import JsonPath, load_json_yaml
 
 SCHEMA = "cases.schema.json"
 NO_PARAMETERS: dict = {"type": "object"}  # a tool that declares none: one object, read never written
@@ -92,6 +93,7 @@ class Case:
     followup: Followup | None
     requires: tuple[str, ...]
     source: str
+    fuzz_seed: int | None = None  # the --fuzz-seed a generated case was drawn with (toolmatrix.fuzz)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -156,12 +158,15 @@ class _Loader:
         except SpecErrors as exc:
             self.errors.extend(exc.errors)
             return
+        self.add(doc)
+
+    def add(self, doc: YamlDoc) -> None:
         problems = (schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p)) or _embedded_schema_errors(doc)
                     if self.validate else [])
         self.errors.extend(problems)
         if not problems:
             self.docs.append(doc)
-            self.tool_sets[path.stem] = doc.data.get("tools", {})
+            self.tool_sets[doc.path.stem] = doc.data.get("tools", {})
 
     def resolve_tool(self, doc: YamlDoc, ref: Any, at: tuple, case_id: str) -> dict | None:
         if isinstance(ref, dict):
@@ -305,6 +310,21 @@ def case_files(paths: Iterable[Path]) -> list[Path]:
         else:
             files.append(path)
     return files
+
+
+def load_case_text(text: str, name: str, validate: bool = True) -> list[Case]:
+    """The cases of one case file's YAML ``text`` made in this process (generated cases), loaded and checked as
+    the file ``name`` would be; raise ``SpecErrors`` listing all problems."""
+    loader = _Loader(validate)
+    try:
+        parsed = load_json_yaml(text)
+    except yaml.YAMLError as exc:
+        raise SpecErrors([SpecError(name, None, "", "$", f"invalid YAML: {exc}")]) from None
+    loader.add(YamlDoc(Path(name), parsed.data, parsed.lines, parsed.refusals))
+    cases = loader.cases()
+    if loader.errors:
+        raise SpecErrors(loader.errors)
+    return cases
 
 
 def load_cases(paths: Iterable[Path], validate: bool = True) -> list[Case]:

@@ -22,13 +22,13 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import attrs
 import pytest
 
-from toolmatrix.argtypes import case_shard, positive_int, positive_seconds, temperature
+from toolmatrix.argtypes import case_shard, positive_int, positive_seconds, seed, temperature
 from toolmatrix.bfcl import BfclUnavailable, case_source
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
@@ -48,6 +48,9 @@ from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
 from toolmatrix.surfaces import CHAT, SURFACES
 from toolmatrix.specs import SpecErrors
+
+if TYPE_CHECKING:
+    from toolmatrix.fuzz import FuzzRun
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
 RECORD_KEY = "toolmatrix_record"  # a Posted record, as a plain tuple
@@ -93,6 +96,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"greedy by default samples at temperature {SAMPLED_TEMPERATURE:g} when K > 1 (default 1)")
     group.addoption("--temperature", metavar="T", type=temperature, default=None,
                     help="the sampling temperature of every case (default: the case's; see --samples)")
+    group.addoption("--fuzz", metavar="N", type=positive_int, default=None,
+                    help="add N generated cases (category fuzz): tool schemas and argument values drawn by "
+                         "hypothesis; the failing ones are written to DIR/fuzz-failures.yaml")
+    group.addoption("--fuzz-seed", metavar="S", type=seed, default=None,
+                    help="the seed --fuzz draws its cases with (default: a fresh one, printed in the header and "
+                         "kept in run.json and on every fuzz record)")
     group.addoption("--case-shard", metavar="I/N", type=case_shard, default=None,
                     help="run only the I-th of N slices of the cases (1 <= I <= N; a case stays in its slice as cases are added)")
 
@@ -142,7 +151,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.option.help or config.option.version:
         return None
     if not target_requested(config):
-        given = [o for o in ("--ray", "--record-lost", "--case-shard") if config.getoption(o) is not None]
+        given = [o for o in ("--ray", "--record-lost", "--case-shard", "--fuzz", "--fuzz-seed")
+                 if config.getoption(o) is not None]
         if given:  # without a target pytest would run toolmatrix's own tests, and these would mean nothing
             raise pytest.UsageError(f"{given[0]} needs a target: --engine/--model (or --base-url)")
         return None
@@ -174,6 +184,13 @@ class RunState:
         try:
             # A worker reads the files its controller has just validated (a bad file stops the run before workers).
             self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths, validate=is_controller(config))}
+            self.fuzz = fuzz_run(config)
+            if self.fuzz:
+                from toolmatrix.fuzz import fuzz_cases  # hypothesis is imported only by a fuzzed run
+
+                # A case kept by fuzz-keep and loaded from its file is this very case: the file's copy runs.
+                generated = fuzz_cases(self.fuzz.seed, self.fuzz.count, validate=is_controller(config))
+                self.cases.update({c.id: c for c in generated if c.id not in self.cases})
             self.case_shard: CaseShard | None = opt("--case-shard")
             if self.case_shard:
                 self.cases = {i: c for i, c in self.cases.items() if self.case_shard.holds(i)}
@@ -311,6 +328,7 @@ class RunState:
             "case_shard": str(self.case_shard) if self.case_shard else None,
             "batch": self.config.getoption("--batch"),
             "shard": self.config.getoption("--shard"),
+            "fuzz": self.fuzz.to_dict() if self.fuzz else None,
             "counts": dict(self.writers[api].counts) if api in self.writers else {},
             "exit_status": exit_status,
             "engine_death": engine_death and attrs.asdict(engine_death),
@@ -345,6 +363,29 @@ def is_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
 
 
+def fuzz_run(config: pytest.Config) -> FuzzRun | None:
+    """``--fuzz N`` with its seed: the one given, else a fresh one drawn by the controller (a worker is handed it)."""
+    count, given = config.getoption("--fuzz"), config.getoption("--fuzz-seed")
+    if count is None:
+        if given is not None:
+            raise pytest.UsageError("--fuzz-seed needs --fuzz N (how many cases to draw with it)")
+        return None
+    from toolmatrix.fuzz import FuzzRun, fresh_seed
+
+    if not is_controller(config):
+        return FuzzRun(config.workerinput["toolmatrix"]["fuzz_seed"], count)
+    return FuzzRun(fresh_seed() if given is None else given, count)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state: RunState | None = config.stash.get(state_key, None)
+    if state is None or state.fuzz is None:
+        return None
+    fuzz = state.fuzz
+    return (f"toolmatrix fuzz: {fuzz.count} generated cases, seed {fuzz.seed} (hypothesis {fuzz.hypothesis}; "
+            f"the same cases again: --fuzz {fuzz.count} --fuzz-seed {fuzz.seed})")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if not target_requested(config):
@@ -374,7 +415,8 @@ class XdistHooks:
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         state: RunState = node.config.stash[state_key]
-        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint}
+        node.workerinput["toolmatrix"] = {"run_id": state.run_id, "endpoint": state.endpoint,
+                                          "fuzz_seed": state.fuzz.seed if state.fuzz else None}
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's own choice from --dist
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
@@ -401,6 +443,7 @@ class Controller:
         self.page: Path | None = None
         self.watch: EngineWatch | None = None
         self.crashed: dict[ItemKey, str] = {}  # why, for cases lost with a worker
+        self.kept: list[str] = []  # what became of each run's failing generated cases (--fuzz)
 
     @property
     def death(self) -> EngineDeath | None:
@@ -495,6 +538,21 @@ class Controller:
             writer.close(runs[api])
         if writers:
             self.page = self.build_page([w.directory for w in writers.values()], state.results_dir)
+        if writers and state.fuzz:
+            self.kept = [self.keep_fuzz_failures(w.directory) for w in writers.values()]
+
+    def keep_fuzz_failures(self, directory: Path) -> str:
+        """The failing generated cases written out as a case file beside the records (fuzzkeep); what was done."""
+        from toolmatrix.fuzzkeep import FAILURES, keep_failures
+
+        try:
+            kept = keep_failures(directory, directory / FAILURES)
+        except Exception as exc:  # noqa: BLE001 - the run's results are already safe on disk
+            return f"fuzz failures not written: {exc}"
+        if not kept:
+            return f"fuzz: no generated case failed ({directory})"
+        return (f"fuzz: {kept} failing generated case(s) written to {directory / FAILURES} "
+                f"(again: --only-cases --cases {directory / FAILURES})")
 
     def build_page(self, directories: list[Path], results_dir: Path) -> Path | None:
         """The matrix page of this run (a cell per surface), beside its results (a page problem never hides the
@@ -526,6 +584,8 @@ class Controller:
                 terminalreporter.write_line(f"results: {results / 'results.jsonl'} and {results / RUN}")
         if self.page:
             terminalreporter.write_line(f"matrix page: {self.page}  (merge runs: toolmatrix matrix build DIR... -o OUT)")
+        for line in self.kept:
+            terminalreporter.write_line(line)
         if self.death:
             death = self.death
             terminalreporter.write_line(

@@ -97,7 +97,8 @@ def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: Check
     as the surface would have sent it)."""
     fields = _exchange_fields(exchange) if exchange is not None else {"request": surface(api).request(body)}
     return Record(run_id, case.id, case.category, mode, Verdict.ERROR, check.blame, f"{check.name}: {check.detail}",
-                  (check,), description=case.description or None, api=api, sample=sample, **fields)
+                  (check,), description=case.description or None, api=api, sample=sample, fuzz_seed=case.fuzz_seed,
+                  **fields)
 
 
 def redact(record: Record, secret: str | None) -> Record:
@@ -211,7 +212,7 @@ class Runner:
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
             evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, sample=sample,
-            **_exchange_fields(exchange))
+            fuzz_seed=case.fuzz_seed, **_exchange_fields(exchange))
 
     def _wants_evidence(self, verdict: Verdict) -> bool:
         # An error has no answer to weigh: there is nothing for the model's words to be compared with.
