@@ -22,19 +22,17 @@ import os
 import shlex
 import tempfile
 from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import attrs
 import cattrs
-import jsonschema_rs
 import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from toolmatrix import jsontext
 from toolmatrix.exitcodes import describe_exit
-from toolmatrix.specs import load_schema, validate_instance
+from toolmatrix.specs import fast_validator, validate_instance
 
 SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
@@ -399,6 +397,9 @@ def repro_command(prefix: list[str], case_id: str, mode: str) -> str:
 # -- JSON <-> types --------------------------------------------------------------------------------------------
 
 _converter = cattrs.Converter()
+# A request, an answer, an expectation are JSON values already: written as they are, not walked value by value
+# (the walk cost a millisecond a record, most of a replay's own time over tens of thousands of records).
+_converter.register_unstructure_hook(dict, lambda value: value)
 for _cls in (CheckResult, Evidence, Followup, Record, Run):
     # Optional fields left at their default are not written: a stream record has no "response", and so on.
     _converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(
@@ -556,12 +557,6 @@ def read_run_info(directory: Path) -> RunInfo:
     return RunInfo(directory, Run.from_dict(data), started)
 
 
-@cache
-def _record_is_valid() -> Callable[[Any], bool]:
-    # A fast yes/no first (10^6 records in seconds); jsonschema words the problem for the rare "no".
-    return jsonschema_rs.validator_for(load_schema("record.schema.json")).is_valid
-
-
 def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict | None, list[str]]:
     """The record on one line (migrated), and what is wrong with it."""
     try:
@@ -570,7 +565,7 @@ def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[d
         return None, [f"{path}:{number}: not JSON: {exc}"]
     if isinstance(data, dict):
         data = _migrate(data)
-    if _record_is_valid()(data) and data["run_id"] == run_id:
+    if fast_validator("record.schema.json")(data) and data["run_id"] == run_id:
         return data, []
     found = validate_instance(data, "record.schema.json")
     if found:

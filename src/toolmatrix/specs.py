@@ -197,8 +197,19 @@ def json_schema_problem(schema: Any) -> tuple[JsonPath, str] | None:
     return tuple(error.absolute_path), f"not a valid JSON Schema: {_describe(error)}"
 
 
+@cache
+def fast_validator(schema_name: str) -> Callable[[Any], bool]:
+    """A yes/no against a shipped schema, 100x faster than jsonschema (jsonschema-rs, formats asserted as
+    jsonschema asserts them): the common "yes" of 10^6 records or 30,000 fixtures costs seconds, not minutes."""
+    schema = load_schema(schema_name)
+    return jsonschema_rs.validator_for(schema, validate_formats=True, formats={"regex": _compiles}).is_valid
+
+
 def validate_instance(instance: Any, schema_name: str) -> list[str]:
-    """Schema violations of an in-memory object (results records, run info), as ``$.path: message`` lines."""
+    """Schema violations of an in-memory object (results records, run info, fixtures), as ``$.path: message``
+    lines: a fast yes first, jsonschema's words for a no."""
+    if fast_validator(schema_name)(instance):
+        return []
     return [
         f"{format_path(e.absolute_path)}: {_describe(e)}"
         for e in _validator(schema_name).iter_errors(instance)
