@@ -375,10 +375,12 @@ class Run:
         if self.engine.get("tier") == "replay":
             return ["toolmatrix", "replay", "--fixtures", self.option("--fixtures") or "FIXTURES.jsonl",
                     "--engine", self.engine["id"]]
-        api = [f"--api={self.api}"] if self.api != "chat" else []
+        options = [f"--api={self.api}"] if self.api != "chat" else []
+        # Repeated samples ask at their own temperature and seeds: the repro asks the same K.
+        options += [f"{name}={self.option(name)}" for name in ("--samples", "--temperature") if self.option(name)]
         if self.engine.get("launcher") == "external" and self.engine.get("base_url"):
-            return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}", *api]
-        return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}", *api]
+            return ["pytest", f"--base-url={self.engine['base_url']}", f"--model={self.model['served_name']}", *options]
+        return ["pytest", f"--engine={self.engine['id']}", f"--model={self.model['id']}", *options]
 
 
 def repro_command(prefix: list[str], case_id: str, mode: str) -> str:

@@ -169,3 +169,12 @@ def test_gate_lower_bound_threshold(tmp_path, capsys):
             f"samples) < 30%") in out
     assert main(["gate", "--baseline", str(baseline), "--results", str(now), "--min-pass-lower", "*=0.33"]) \
         == EXIT_PASS  # 8 case x mode, pass@1 16/24: low end 0.339
+
+
+def test_the_repro_of_a_sampled_run_asks_the_same_samples(tmp_path):
+    directory = write_results(tmp_path / "r", sampled({"single.b": ["pass", "fail"]}))
+    run = json.loads((directory / "run.json").read_text())
+    (directory / "run.json").write_text(json.dumps({**run, "command": ["pytest", "--samples", "2", "-n", "2"]}))
+    build_matrix([directory], tmp_path / "out")
+    failure = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"][0]["failures"][0]
+    assert failure["repro"] == "pytest --engine=e1 --model=m1 --samples=2 -k 'single.b and nonstream'"
