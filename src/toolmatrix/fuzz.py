@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import warnings
 from typing import Any
 
 import attrs
@@ -36,6 +37,7 @@ import hypothesis
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisWarning
 from hypothesis.internal.conjecture.providers import AVAILABLE_PROVIDERS, HypothesisProvider
 
 from toolmatrix.cases import Case, load_case_text
@@ -174,7 +176,12 @@ def draw_scenario(seed: int, number: int) -> Drawn:
     def collect(scenario: Drawn) -> None:
         drawn.append(scenario)
 
-    collect()
+    with warnings.catch_warnings():
+        # A run draws its cases while pytest configures, on purpose: hypothesis warns of strategies built then
+        # (a plugin's import should not slow every test run; only a fuzzed run draws), with the strategy's repr,
+        # which warns again of its own size.
+        warnings.simplefilter("ignore", HypothesisWarning)
+        collect()
     return drawn[-1]  # the first is hypothesis's simplest example, the same for every seed
 
 
