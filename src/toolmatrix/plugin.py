@@ -495,7 +495,7 @@ class Controller:
     def _write_lost(self, key: ItemKey, model: str, why: str, **check: str) -> None:
         state = self.state
         case = state.cases[key.case_id]
-        body = build_request(case, model, state.profile, state.sampling.fields(case.options, key.sample))
+        body = build_request(case, model, state.profile, state.sampling.fields(case.id, case.options, key.sample))
         self.write(Posted.of(lost_record(case, key.mode, body, state.run_id_of(key.api), why, api=key.api,
                                          sample=key.sample, **check)))
 

@@ -143,7 +143,7 @@ class Runner:
         """The record of ``case`` in ``mode`` (``sample``: which of repeated samples); a failure of the harness
         itself on this answer is its ``error`` record (with the exchange, where there was one), never a lost run.
         A key the server echoed is redacted."""
-        body = build_request(case, self.model, self.profile, self.sampling.fields(case.options, sample))
+        body = build_request(case, self.model, self.profile, self.sampling.fields(case.id, case.options, sample))
         asking = (case.id, sample)
         exchange = None
         try:

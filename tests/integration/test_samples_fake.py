@@ -8,11 +8,15 @@ import json
 from tests.integration.test_plugin_fake import run_pytest
 from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.results import check_results, read_records
+from toolmatrix.sampling import sample_seed
+
+
+SEED_2 = sample_seed("single.get_weather_paris", 2)
 
 
 def paris_but_seed_2(body: dict) -> Reply:
-    """A 'model' right on get_weather_paris except at seed 2, where it answers in words: samples that disagree."""
-    return Reply(content="It is sunny.") if body.get("seed") == 2 else Reply(calls=(("get_weather", {"city": "Paris"}),))
+    """A 'model' right on get_weather_paris except in sample 2, where it answers in words: samples that disagree."""
+    return Reply(content="It is sunny.") if body.get("seed") == SEED_2 else Reply(calls=(("get_weather", {"city": "Paris"}),))
 
 
 def test_three_samples_make_three_records_per_case_x_mode_and_a_cell_with_the_interval(tmp_path):
@@ -28,8 +32,9 @@ def test_three_samples_make_three_records_per_case_x_mode_and_a_cell_with_the_in
     assert check_results(results) == []
     # one non-streamed asking per sample, at the sampled temperature with the sample as seed; every stream agreed
     # with its own sample's answer (sample 2's stream and non-stream both in words, each of the others a call)
-    assert sorted((bool(b.get("stream")), b["seed"], b["temperature"]) for b in requests) == [
-        (stream, seed, 1.0) for stream in (False, True) for seed in (1, 2, 3)]
+    assert sorted((bool(b.get("stream")), b["seed"], b["temperature"]) for b in requests) == sorted(
+        (stream, sample_seed("single.get_weather_paris", sample), 1.0) for stream in (False, True)
+        for sample in (1, 2, 3))
     assert all(next(c for c in r.checks if c.name == "stream_consistency").outcome.value == "pass"
                for r in records if r.mode == "stream")
     cell = json.loads((results / "matrix" / "matrix.json").read_text())["cells"][0]

@@ -17,7 +17,7 @@ from toolmatrix.matrix import build_matrix
 from toolmatrix.passk import sample_stats, wilson
 from toolmatrix.plugin import ItemKey, item_key
 from toolmatrix.results import Outcome, Verdict, check_results, fold, read_records
-from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
+from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
 
 
 @pytest.mark.parametrize(("successes", "n", "low", "high"), [
@@ -79,16 +79,20 @@ def test_item_key_reads_the_sample_only_where_there_is_one(nodeid, key):
 def test_one_sample_is_the_suite_as_before():
     one = Sampling()
     assert one.indexes == (None,) and sample_suffix(None) == ""
-    assert one.fields({"temperature": 0}, None) == {}
-    assert Sampling(1, 0.3).fields({"temperature": 0}, None) == {"temperature": 0.3}
+    assert one.fields("single.a", {"temperature": 0}, None) == {}
+    assert Sampling(1, 0.3).fields("single.a", {"temperature": 0}, None) == {"temperature": 0.3}
 
 
-def test_several_samples_sample_with_their_index_as_seed():
+def test_several_samples_sample_each_with_a_seed_of_its_own():
     five = Sampling(5)
     assert five.indexes == (1, 2, 3, 4, 5) and sample_suffix(2) == "-s2"
-    assert five.fields({"temperature": 0}, 2) == {"temperature": SAMPLED_TEMPERATURE, "seed": 2}
-    assert five.fields({"temperature": 0.7}, 3) == {"temperature": 0.7, "seed": 3}  # the case's own is kept
-    assert Sampling(5, 0.2).fields({"temperature": 0.7}, 1) == {"temperature": 0.2, "seed": 1}
+    seed = sample_seed("single.a", 2)
+    assert five.fields("single.a", {"temperature": 0}, 2) == {"temperature": SAMPLED_TEMPERATURE, "seed": seed}
+    assert five.fields("single.a", {"temperature": 0.7}, 3)["temperature"] == 0.7  # the case's own is kept
+    assert Sampling(5, 0.2).fields("single.a", {"temperature": 0.7}, 1)["temperature"] == 0.2
+    seeds = {sample_seed(case, sample) for case in ("single.a", "single.b") for sample in range(1, 6)}
+    assert len(seeds) == 10 and all(0 <= s < 2**31 for s in seeds)  # no two askings share their draws
+    assert seed == sample_seed("single.a", 2)  # a rerun asks the same
 
 
 # -- records, cells and the gate over samples -------------------------------------------------------------------
