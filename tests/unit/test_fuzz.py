@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -109,3 +110,11 @@ def test_an_integer_a_double_cannot_hold_must_come_back_exact():
 def test_a_broken_text_names_its_place():
     with pytest.raises(SpecErrors, match=r"fuzz\.yaml.*messages"):
         load_case_text("schema_version: 1\ncategory: fuzz\ncases: [{id: fuzz.1.0}]\n", "fuzz.yaml")
+
+
+def test_the_kept_llamacpp_failures_stand_alone():
+    """tests/data/fuzz_found.yaml: two cases --fuzz-seed 1 found failing on llama.cpp b11434 (an HTTP 500 on the
+    model's bare arguments object), kept by fuzz-keep; they load without drawing anything."""
+    kept = load_cases([Path(__file__).parents[1] / "data" / "fuzz_found.yaml"])
+    assert [c.id for c in kept] == ["fuzz.1.12", "fuzz.1.29"]
+    assert all("--fuzz-seed 1" in c.description and c.fuzz_seed is None for c in kept)
