@@ -37,12 +37,13 @@ TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
     "type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}}}]
 
 
-def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str) -> dict:
+def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str,
+           thinking: bool | None = None) -> dict:
     if DYNAMO.ready() or tokenizer_path(family) is None:
         pytest.skip(f"{DYNAMO.ready() or 'no tokenizer'} (toolmatrix replay-install dynamo / tokenizers)")
     req = {"op": "parse", "text": text, "tools": TOOLS, "tool_parser": tool, "reasoning_parser": reasoning,
            "tokenizer": str(tokenizer_path(family)), "family": family,
-           "streams": {"pieces": [[p, None] for p in pieces]}}
+           "streams": {"pieces": [[p, None] for p in pieces]}, "thinking": thinking}
     done = subprocess.run([str(DYNAMO.python), str(DYNAMO.worker)], input=json.dumps(req) + "\n", text=True,
                           capture_output=True, env=dict(DYNAMO.env()), timeout=120, check=True)
     return json.loads(done.stdout)
@@ -68,3 +69,18 @@ def test_harmony_parses_with_the_offline_vocabulary() -> None:
     text = '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"timezone": "UTC"}<|call|>'
     whole = _parse(text, [text], "harmony", "gpt_oss", "harmony")["nonstream"]
     assert [(c["name"], json.loads(c["arguments"])) for c in whole["tool_calls"]] == [("get_time", {"timezone": "UTC"})]
+
+
+def test_the_fixtures_thinking_switch_reaches_the_force_reasoning_parser() -> None:
+    """Dynamo's ``deepseek_r1`` parser reads an answer without ``</think>`` as reasoning unless the request turns
+    thinking off; replay asks as the fixture shows, so a DeepSeek-V3.1 call without reasoning is a call."""
+    text = ("<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>get_time"
+            "<\uff5ctool\u2581sep\uff5c>{\"timezone\": \"UTC\"}<\uff5ctool\u2581call\u2581end\uff5c>"
+            "<\uff5ctool\u2581calls\u2581end\uff5c>")
+    off = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", thinking=False)
+    assert [(c["name"], json.loads(c["arguments"])) for c in off["nonstream"]["tool_calls"]] == [
+        ("get_time", {"timezone": "UTC"})]
+    assert [c["function"]["name"] for d in off["streams"]["pieces"]["deltas"] for c in d.get("tool_calls", [])] == [
+        "get_time"]
+    on = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", thinking=True)["nonstream"]
+    assert on["tool_calls"] == [] and "get_time" in on["reasoning"]

@@ -134,11 +134,17 @@ class Frontend:
             time.sleep(0.05)
         raise RuntimeError(f"Dynamo's frontend did not list the stand-in model {name} within {READY_S:.0f} s")
 
-    def chat(self, name: str, pieces: list[list[int]], tools: list, stream: bool) -> tuple[int, object]:
+    def chat(self, name: str, pieces: list[list[int]], tools: list, stream: bool,
+             thinking: bool | None = None) -> tuple[int, object]:
         """POST one chat completion; (status, JSON answer) or, streamed, (status, the SSE events' JSON)."""
         self.pieces = pieces
         body = {"model": name, "messages": [{"role": "user", "content": "replay"}], "tools": tools,
                 "tool_choice": "auto", "stream": stream}
+        if thinking is not None:
+            # A fixture without reasoning answers a request that turned thinking off, as a client does (and as the
+            # llama.cpp replay asks). Dynamo 1.3.0 reads the switch for its force-reasoning parsers: deepseek_r1
+            # with no switch reads a whole answer without </think> as reasoning, calls and all (measured).
+            body["chat_template_args"] = {"enable_thinking": thinking}
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/chat/completions",
                                          json.dumps(body).encode(), {"Content-Type": "application/json"})
         try:
@@ -192,7 +198,7 @@ def frontend() -> Frontend:
 def _served(req: dict, pieces: list, stream: bool) -> tuple[int, object]:
     tokenizer = tokenizer_of(req)
     name = frontend().model(req.get("tool_parser"), req.get("reasoning_parser"), tokenizer)
-    return frontend().chat(name, token_pieces(pieces, tokenizer), req["tools"], stream)
+    return frontend().chat(name, token_pieces(pieces, tokenizer), req["tools"], stream, req.get("thinking"))
 
 
 def parse(req: dict) -> dict:
