@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -82,6 +83,15 @@ def test_the_table_counts_what_converts(converted):
     table = bfcl.category_table()
     for category, cases in converted.items():
         assert f"| `bfcl:{category}` |" in table and f"| {len(cases)} |" in table
+
+
+def test_the_readme_carries_the_generated_table():
+    require_bfcl()
+    readme = (ROOT / "README.md").read_text()
+    marker = "<!-- toolmatrix bfcl-categories: "
+    found = re.search(re.escape(marker) + r"begin[^\n]*-->\n(.*?)" + re.escape(marker + "end -->"), readme, re.S)
+    assert found, "README.md has no generated BFCL table between its markers"
+    assert found.group(1) == bfcl.category_table() + "\n", "README's BFCL table is stale: toolmatrix bfcl-categories"
 
 
 def test_no_bfcl_type_survives(converted):

@@ -113,8 +113,8 @@ def test_a_broken_text_names_its_place():
 
 
 def test_the_kept_llamacpp_failures_stand_alone():
-    """tests/data/fuzz_found.yaml: two cases --fuzz-seed 1 found failing on llama.cpp b11434 (an HTTP 500 on the
+    """cases/fuzz_found.yaml: two cases --fuzz-seed 1 found failing on llama.cpp b11434 (an HTTP 500 on the
     model's bare arguments object), kept by fuzz-keep; they load without drawing anything."""
-    kept = load_cases([Path(__file__).parents[1] / "data" / "fuzz_found.yaml"])
+    kept = load_cases([Path(__file__).parents[2] / "cases" / "fuzz_found.yaml"])
     assert [c.id for c in kept] == ["fuzz.1.12", "fuzz.1.29"]
     assert all("--fuzz-seed 1" in c.description and c.fuzz_seed is None for c in kept)
