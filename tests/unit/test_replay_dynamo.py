@@ -38,10 +38,10 @@ TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
 
 
 def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str,
-           thinking: bool | None = None) -> dict:
+           thinking: bool | None = None, tools: list = TOOLS) -> dict:
     if DYNAMO.ready() or tokenizer_path(family) is None:
         pytest.skip(f"{DYNAMO.ready() or 'no tokenizer'} (toolmatrix replay-install dynamo / tokenizers)")
-    req = {"op": "parse", "text": text, "tools": TOOLS, "tool_parser": tool, "reasoning_parser": reasoning,
+    req = {"op": "parse", "text": text, "tools": tools, "tool_parser": tool, "reasoning_parser": reasoning,
            "tokenizer": str(tokenizer_path(family)), "family": family,
            "streams": {"pieces": [[p, None] for p in pieces]}, "thinking": thinking}
     done = subprocess.run([str(DYNAMO.python), str(DYNAMO.worker)], input=json.dumps(req) + "\n", text=True,
@@ -84,3 +84,13 @@ def test_the_fixtures_thinking_switch_reaches_the_force_reasoning_parser() -> No
         "get_time"]
     on = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", thinking=True)["nonstream"]
     assert on["tool_calls"] == [] and "get_time" in on["reasoning"]
+
+
+def test_the_frontends_own_refusal_is_its_status_streamed_or_not() -> None:
+    """Dynamo's frontend refuses a dotted tool name with HTTP 400 before any parsing; the stream's record is that
+    400 as the non-streamed one's is, not a worker crash's 500."""
+    dotted = [{"type": "function", "function": {"name": "weather.get", "parameters": {"type": "object"}}}]
+    answer = _parse("<tool_call>\n{\"name\": \"weather.get\", \"arguments\": {}}\n</tool_call>",
+                    ["<tool_call>", "\n{}"], "hermes", None, "hermes", tools=dotted)
+    assert answer["nonstream"]["status"] == 400 and answer["streams"]["pieces"]["status"] == 400
+    assert "invalid name" in answer["streams"]["pieces"]["error"]

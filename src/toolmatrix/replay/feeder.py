@@ -172,8 +172,9 @@ def nonstream_exchange(answer: dict, body: dict) -> Exchange:
 
 def stream_exchange(answer: dict, body: dict) -> Exchange:
     """The worker's deltas as the server's stream chunks, a final chunk carrying finish_reason."""
-    if "error" in answer:
-        return Exchange("stream", body, http_status=500, response={"error": {"message": answer["error"]}})
+    if "error" in answer:  # the server's own HTTP error where the worker says so, else the crash's 500
+        return Exchange("stream", body, http_status=answer.get("status", 500),
+                        response={"error": {"message": answer["error"]}})
     chunks: list[dict] = [_chunk({"role": "assistant", "content": ""}, None)]
     chunks += [_chunk(delta, None) for delta in answer["deltas"]]
     called = any(d.get("tool_calls") for d in answer["deltas"])

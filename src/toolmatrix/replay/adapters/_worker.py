@@ -4,7 +4,7 @@ Protocol (JSON lines on stdin/stdout, one answer per request, in order):
   -> {"op": "hello"}                      <- {"engine", "version", "python"}
   -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer",
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
-  <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error"}}}
+  <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error", "status"?}}}
      | {"unsupported": REASON}   (the engine refuses this parser at startup, e.g. its tokenizer lacks a token)
 MESSAGE is {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}; DELTA is an OpenAI stream delta
 ({"content"}, {"reasoning_content"}, {"tool_calls": [{"index", "id", "function": {"name", "arguments"}}]}).
@@ -72,8 +72,18 @@ def harmony_vocabulary(tokenizer_json: str, folder: str) -> str:
     return target
 
 
+class ServerAnswered(Exception):
+    """The server itself answered the request with an HTTP error (a refusal before or instead of a stream): the
+    record is that status, not a parser's crash (500)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def _error(exc: BaseException) -> dict:
-    return {"error": f"{type(exc).__name__}: {exc}"[:500], "trace": traceback.format_exc()[-1500:]}
+    answer = {"error": f"{type(exc).__name__}: {exc}"[:500], "trace": traceback.format_exc()[-1500:]}
+    return {**answer, "status": exc.status} if isinstance(exc, ServerAnswered) else answer
 
 
 def serve(hello: dict, parse: Parse, stream: Stream, refuses: Refuses | None = None) -> None:

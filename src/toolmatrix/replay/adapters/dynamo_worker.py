@@ -213,8 +213,8 @@ def parse(req: dict) -> dict:
 
 def stream(req: dict, pieces: list) -> list:
     status, events = _served(req, pieces, stream=True)
-    if status != 200 or not isinstance(events, list):
-        raise RuntimeError(f"HTTP {status}: {events}")
+    if status != 200 or not isinstance(events, list):  # the frontend's own refusal (a 400 for a dotted tool name)
+        raise WORKER["ServerAnswered"](status, f"HTTP {status}: {events}")
     deltas = []
     for event in events:
         if "choices" not in event:  # an error event in the stream ends it, as on the server
