@@ -35,7 +35,8 @@ def test_each_served_family_replays_with_the_parser_its_template_selects(family:
 @pytest.mark.parametrize(("family", "reason"), [
     ("harmony", "MLX-LM 0.32.2 has no Harmony parser"),          # its own cannot_serve line
     ("llama3_json", "infers no tool parser from Llama 3.1's template"),
-    ("json_lines", "MLX-LM 0.32.2 has no tool parser for this format"),  # the "*" line
+    ("json_lines", "has no parser for bare JSON call objects"),  # measured live (results/cpu-qwen2.5-coder)
+    ("gemma3", "MLX-LM 0.32.2 has no tool parser for this format"),  # the "*" line
 ])
 def test_a_family_without_a_parser_is_skipped_with_the_specs_reason(family: str, reason: str) -> None:
     support = MLXLM.supports(family, None)
@@ -63,3 +64,14 @@ def test_the_replay_env_pins_the_live_envs_mlx_and_mlx_lm() -> None:
     live = {pin for step in SPEC.process.venv.steps for pin in step}
     replay = {pin for step in MLXLM.pip_steps for pin in step}
     assert {"mlx[cpu]==0.32.4", "mlx-lm==0.32.2"} <= live & replay
+
+
+def test_the_live_env_can_convert_the_embedded_gguf_as_the_other_engines_do() -> None:
+    # gguf-to-hf.py runs in the engine's own env when no engine converted the model yet: transformers (pinned as the
+    # transformers engine's, which may have written the shared folder) loads the GGUF with gguf, accelerate, torch.
+    assert SPEC.process is not None and SPEC.process.venv is not None
+    pins = {pin for step in SPEC.process.venv.steps for pin in step}
+    assert {"torch==2.13.0", "gguf==0.19.0", "accelerate==1.15.0", "transformers==5.23.0"} <= pins
+    served = load_engines()["transformers"].process
+    assert served is not None and served.venv is not None
+    assert "transformers[serving]==5.23.0" in {pin for step in served.venv.steps for pin in step}
