@@ -10,7 +10,7 @@ HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
   provider's tokenizer config: ``tokenizer_utils.load`` (tokenizer_utils.py:675-761) reads ``tool_parser_type``
   from that config (a checkpoint's tokenizer_config.json), else infers it from the chat template
   (``_infer_tool_parser``, :629-672); the name comes from engines/mlxlm.yaml ``replay.tool_parsers``, measured
-  against the families' real templates (tests/integration/test_replay_mlxlm.py); ``TokenizerWrapper`` (:338-389)
+  against the families' real templates (tests/integration/test_replay_mlxlm_parser.py); ``TokenizerWrapper`` (:338-389)
   infers the thinking markers from the vocabulary and picks the streaming detokenizer from tokenizer.json;
 - server.py:1239-1352 ``APIHandler.do_POST`` and :1745-1766 ``handle_chat_completions``, on a POST of
   ``/v1/chat/completions`` with the fixture's tools and one user message, read from and written to an in-memory
