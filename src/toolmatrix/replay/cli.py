@@ -9,24 +9,28 @@ import time
 from pathlib import Path
 
 
-def _run_engine(engine: str, fixtures_path: str, results_dir: str, chunkings: list[str]) -> tuple[str, str]:
-    """One engine's replay, in whichever process runs it; returns (engine, the line to print) or the skip reason."""
-    from .fixtures import load_fixtures
-    from .session import adapters, record_cannot_replay, replay_engine, unreplayable_engines
+def _run_engine(engine: str, fixtures: list, results_dir: str, chunkings: list[str]) -> tuple[str, str]:
+    """One engine's replay, in whichever process runs it; returns (engine, the line to print) or the skip reason.
+    ``fixtures``: the file as the command loaded and checked it once (a pool worker gets them pickled)."""
+    from .session import adapters, replay_engine
 
-    unreplayable = unreplayable_engines()
-    if engine in unreplayable:  # its column still comes out: every family with the spec's measured reason
-        directory = Path(results_dir) / engine
-        record_cannot_replay(unreplayable[engine], (f.family for f in load_fixtures(fixtures_path)), directory)
-        return engine, f"cannot replay here ({unreplayable[engine].source.name}: replay.cannot_replay) -> {directory}"
     (adapter,) = adapters([engine])
     why = adapter.ready()
     if why is not None:
         return engine, f"skipped: {why}"
     started = time.perf_counter()
-    counts = replay_engine(adapter, load_fixtures(fixtures_path), Path(results_dir) / engine, chunkings)
+    counts = replay_engine(adapter, fixtures, Path(results_dir) / engine, chunkings)
     return engine, (f"{counts} in {time.perf_counter() - started:.1f} s -> "
                     f"{Path(results_dir) / engine / 'results.jsonl'}")
+
+
+def _record_unreplayable(spec, fixtures: list, results_dir: str) -> tuple[str, str]:
+    """An engine no adapter replays here still gets its column: every family with the spec's measured reason."""
+    from .session import record_cannot_replay
+
+    directory = Path(results_dir) / spec.id
+    record_cannot_replay(spec, (f.family for f in fixtures), directory)
+    return spec.id, f"cannot replay here ({spec.source.name}: replay.cannot_replay) -> {directory}"
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -38,11 +42,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from .session import unreplayable_engines
 
     try:
-        load_fixtures(args.fixtures)  # every bad line named before any engine starts
+        fixtures = load_fixtures(args.fixtures)  # every bad line named before any engine starts
     except FixtureError as exc:
         print(exc, file=sys.stderr)
         return 2
-    known = [*ADAPTERS, *unreplayable_engines()]
+    unreplayable = unreplayable_engines()
+    known = [*ADAPTERS, *unreplayable]
     # ENGINE or ENGINE@VERSION (an adapter's parser at another version)
     unknown = [e for e in args.engine or [] if e not in known and e.partition("@")[0] not in ADAPTERS]
     if unknown:
@@ -50,15 +55,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
               f"known: {', '.join(known)}", file=sys.stderr)
         return 2
     engines, chunkings = list(args.engine or known), list(args.chunking or CHUNKINGS)
-    jobs = [(e, args.fixtures, args.results_dir, chunkings) for e in engines]
+    jobs = [(e, fixtures, args.results_dir, chunkings) for e in engines if e not in unreplayable]
     # Each engine is its own worker process already; -j runs their host sides (feeding, judging) side by side too.
-    if args.jobs > 1:
+    if args.jobs > 1 and jobs:
         with ProcessPoolExecutor(min(args.jobs, len(jobs))) as pool:
             results = list(pool.map(_run_engine, *zip(*jobs)))
     else:
         results = [_run_engine(*job) for job in jobs]
+    results += [_record_unreplayable(unreplayable[e], fixtures, args.results_dir) for e in engines if e in unreplayable]
     status = 0
-    for engine, line in results:
+    for engine, line in sorted(results, key=lambda result: engines.index(result[0])):
         skipped = line.startswith("skipped: ")
         print(f"{engine}: {line}", file=sys.stderr if skipped else sys.stdout)
         status = status or (2 if skipped and args.engine else 0)

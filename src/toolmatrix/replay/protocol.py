@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .adapters._worker import exchange
+
 
 class WorkerError(RuntimeError):
     """The worker process died or answered something that is not the protocol; the message carries its stderr."""
@@ -25,13 +27,7 @@ class WorkerClient:
         self.hello: dict[str, Any] = self.request({"op": "hello"})
 
     def request(self, message: dict) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
+        line = exchange(self.proc, message)
         if not line:
             raise WorkerError(f"worker {self.proc.args[1]} died: {self._stderr_tail()}")
         return json.loads(line)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import runpy
 import subprocess
 import sys
 
+WORKER = runpy.run_path(os.path.join(os.path.dirname(__file__), "_worker.py"))  # the protocol's side, shared
 HARNESS = os.environ.get("TOOLMATRIX_LLAMACPP_HARNESS", "")
 TEMPLATE_DIRS = [d for d in os.environ.get("TOOLMATRIX_LLAMACPP_TEMPLATES", "").split(os.pathsep) if d]
 
@@ -40,13 +42,7 @@ class Harness:
     def call(self, message: dict) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
-            self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
+        line = WORKER["exchange"](self.proc, message)
         if not line:
             code = self.proc.wait()
             self.proc = None
@@ -113,6 +109,4 @@ def hello() -> dict:
 
 
 if __name__ == "__main__":
-    import runpy
-    serve = runpy.run_path(os.path.join(os.path.dirname(__file__), "_worker.py"))["serve"]
-    serve(hello(), parse, stream, refuses)
+    WORKER["serve"](hello(), parse, stream, refuses)
