@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 
+from tests.helpers_shim import SHIM_AUDIT
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
@@ -44,10 +45,8 @@ def test_a_family_without_a_parser_is_skipped_with_the_specs_reason(family, reas
     assert not support and reason in support.reason and family in support.reason
 
 
-PROBE = r"""
-import base64, hashlib, json, re, runpy, sys
-from importlib import metadata
-from pathlib import Path
+PROBE = SHIM_AUDIT + r"""
+import json, runpy
 worker = runpy.run_path(sys.argv[1], run_name="probe")
 worker["install_shim"]()
 import lmdeploy.utils, transformers.utils
@@ -64,19 +63,8 @@ req = {"text": text, "tools": tools, "tool_parser": "qwen3", "reasoning_parser":
        "tokenizer": sys.argv[2]}
 whole = worker["parse"](req)
 deltas = worker["stream"](req, [[c, None] for c in re.findall(r"<[^>]+>|\w+|\s+|.", text)])
-recorded = {str(f.locate().resolve()): f.hash.value for f in metadata.distribution("lmdeploy").files if f.hash}
-loaded, changed, top_reads = [], [], []
-for name, module in list(sys.modules.items()):
-    if not name.startswith("lmdeploy.") or not getattr(module, "__file__", None):
-        continue
-    path = str(Path(module.__file__).resolve())
-    digest = base64.urlsafe_b64encode(hashlib.sha256(Path(path).read_bytes()).digest()).rstrip(b"=").decode()
-    loaded.append(name)
-    if recorded.get(path) != digest:
-        changed.append(name)
-    if re.search(r"^\s*from lmdeploy(\.serve)? import |^\s*import lmdeploy(\.serve)?\s*$",
-                 Path(path).read_text(encoding="utf-8"), re.M):
-        top_reads.append(name)
+loaded, changed, top_reads = shim_audit(("lmdeploy",),
+                                        r"^\s*from lmdeploy(\.serve)? import |^\s*import lmdeploy(\.serve)?\s*$")
 print(json.dumps({"whole": whole, "deltas": deltas, "loaded": loaded, "changed": changed, "top_reads": top_reads,
                   "torch_left": "torch" in sys.modules, "torch_seen": transformers.utils.is_torch_available(),
                   "stub_raises": stub_raises, "stub_names": sorted(n for n in vars(stub) if not n.startswith("_"))}))

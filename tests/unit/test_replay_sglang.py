@@ -15,15 +15,14 @@ import subprocess
 
 import pytest
 
+from tests.helpers_shim import SHIM_AUDIT
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 
 SGLANG = adapter_for(load_engines()["sglang"])
 
-PROBE = r"""
-import base64, hashlib, json, re, runpy, sys
-from importlib import metadata
-from pathlib import Path
+PROBE = SHIM_AUDIT + r"""
+import json, runpy
 worker = runpy.run_path(sys.argv[1], run_name="probe")
 worker["install_shim"]()
 tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
@@ -32,23 +31,7 @@ text = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments
 req = {"text": text, "tools": tools, "tool_parser": "qwen25", "reasoning_parser": "qwen3"}
 whole = worker["parse"](req)
 deltas = worker["stream"](req, [[c, None] for c in re.findall(r"<[^>]+>|\w+|\s+|.", text)])
-recorded = {}
-for dist in ("sglang", "xgrammar"):
-    for f in metadata.distribution(dist).files:
-        if f.hash is not None:
-            recorded[str(f.locate().resolve())] = f.hash.value
-loaded, changed, top_reads = [], [], []
-for name, module in list(sys.modules.items()):
-    if name.split(".")[0] not in ("sglang", "xgrammar") or "." not in name or not getattr(module, "__file__", None):
-        continue
-    path = str(Path(module.__file__).resolve())
-    digest = base64.urlsafe_b64encode(hashlib.sha256(Path(path).read_bytes()).digest()).rstrip(b"=").decode()
-    loaded.append(name)
-    if recorded.get(path) != digest:
-        changed.append(name)
-    if name.startswith("sglang.") and re.search(r"^\s*from sglang import |^\s*import sglang\s*$",
-                                                  Path(path).read_text(encoding="utf-8"), re.M):
-        top_reads.append(name)
+loaded, changed, top_reads = shim_audit(("sglang", "xgrammar"), r"^\s*from sglang import |^\s*import sglang\s*$")
 import xgrammar.structural_tag as st
 init = Path(metadata.distribution("xgrammar").locate_file("xgrammar/__init__.py")).read_text()
 print(json.dumps({"whole": whole, "deltas": deltas, "loaded": loaded, "changed": changed, "top_reads": top_reads,
