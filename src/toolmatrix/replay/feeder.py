@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import random
 import re
 import zlib
@@ -53,12 +54,21 @@ def model_tokenizer_dir(model: str) -> Path:
 def tokenizer_path(family: str, model: str | None = None) -> Path | None:
     """The model's own tokenizer.json when made, else the family's when fetched (``toolmatrix replay-install
     tokenizers``), else None."""
+    # Asked several times per fixture: building the paths was a fifth of a replay's host time. Only a tokenizer
+    # found is remembered (one installed later in the same process is still found), per cache location.
+    key = (os.environ.get("TOOLMATRIX_CACHE"), os.environ.get("HOME"), family, model)
+    if key in _FOUND:
+        return _FOUND[key]
     own = model_tokenizer_dir(model) / "tokenizer.json" if model else None
-    if own is not None and own.is_file():
-        return own
     name = TOKENIZERS.get(family)
-    path = tokenizer_dir(name) / "tokenizer.json" if name else None
-    return path if path is not None and path.is_file() else None
+    for path in (own, tokenizer_dir(name) / "tokenizer.json" if name else None):
+        if path is not None and path.is_file():
+            _FOUND[key] = path
+            return path
+    return None
+
+
+_FOUND: dict[tuple, Path] = {}
 
 
 @functools.cache
