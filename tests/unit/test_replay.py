@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from toolmatrix.formats import get_family
@@ -90,3 +91,32 @@ def test_a_marker_the_expected_answer_holds_is_quoted_not_a_leak(tmp_path: Path)
     assert records[0].request["messages"] == [{"role": "user", "content": "Use this text verbatim: <|python_tag|>"}]
     leak = next(c for c in records[0].checks if c.name == "no_marker_leak")
     assert leak.outcome.value == "pass"
+
+
+@pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
+def test_two_worker_processes_write_the_records_one_writes_in_fixture_order(tmp_path: Path) -> None:
+    """Fixtures go round the worker processes, each sent ahead of its answer: the records are the ones a single
+    worker asked in turn gives, in the same order."""
+    fixtures = generate([data_root() / "cases"], ["hermes"])[:7]
+    runs = {n: tmp_path / str(n) for n in (1, 2)}
+    for n, folder in runs.items():
+        replay_engine(attrs.evolve(SGLANG, processes=n), fixtures, folder, ["token", "random"])
+    one, two = ([(r.case_id, r.mode, r.verdict.value, r.reason) for r in read_records(folder)]
+                for folder in runs.values())
+    assert len(one) == 7 * 3 and two == one
+
+
+VLLM = adapter_for(load_engines()["vllm"])
+
+
+@pytest.mark.skipif(VLLM.ready() is not None, reason=str(VLLM.ready()))
+def test_a_fixture_sent_ahead_of_its_familys_refusal_is_dropped_with_the_family(tmp_path: Path) -> None:
+    """vLLM refuses a family with no offline tokenizer when its first fixture arrives; the next one of that family
+    was already sent (one ahead) and its answer is dropped, not written; the other family replays."""
+    mistral = generate([data_root() / "cases"], ["mistral_v11"])[:2]
+    hermes = generate([data_root() / "cases"], ["hermes"])[:1]
+    counts = replay_engine(VLLM, [*mistral, *hermes], tmp_path, ["whole"])
+    records = list(read_records(tmp_path))
+    assert {r.case_id for r in records} == {hermes[0].id} and len(records) == 2
+    assert counts["skipped_families"] == 1
+    assert "mistral_v11" in json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]

@@ -34,12 +34,13 @@ def _record_unreplayable(spec, fixtures: list, results_dir: str) -> tuple[str, s
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from collections import Counter
     from concurrent.futures import ProcessPoolExecutor
 
     from .adapters import ADAPTERS
     from .feeder import CHUNKINGS
     from .fixtures import FixtureError, load_fixtures
-    from .session import unreplayable_engines
+    from .session import adapters, unreplayable_engines
 
     try:
         fixtures = load_fixtures(args.fixtures)  # every bad line named before any engine starts
@@ -55,7 +56,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
               f"known: {', '.join(known)}", file=sys.stderr)
         return 2
     engines, chunkings = list(args.engine or known), list(args.chunking or CHUNKINGS)
-    jobs = [(e, fixtures, args.results_dir, chunkings) for e in engines if e not in unreplayable]
+    replayable = [e for e in engines if e not in unreplayable]
+    # Longest expected first, so the pool does not end on one long engine alone: measured cost x supported records.
+    families = Counter(f.family for f in fixtures)
+    expected = {a.name: a.cost * sum(n for family, n in families.items() if a.supports(family, None))
+                for a in adapters(replayable)}
+    jobs = [(e, fixtures, args.results_dir, chunkings) for e in sorted(replayable, key=lambda e: -expected[e])]
     # Each engine is its own worker process already; -j runs their host sides (feeding, judging) side by side too.
     if args.jobs > 1 and jobs:
         with ProcessPoolExecutor(min(args.jobs, len(jobs))) as pool:

@@ -4,7 +4,10 @@ written as the live tier writes them (``DIR/ENGINE/results.jsonl`` and ``run.jso
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
+from collections import deque
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -67,40 +70,53 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkings: Iterable[str],
-               run_id: str) -> Iterator[Record]:
-    """Records of one fixture on one engine: the non-streamed parse, then each chunking's stream."""
+def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) -> dict:
+    """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
     support = adapter.supports(fixture.family, reasoning_style(fixture))
-    chunkings = list(chunkings)
-    pieces = {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}
-    answer = client.request({"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
-                             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-                             "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
-                             "family": fixture.family, "streams": pieces,
-                             "thinking": fixture.expected.reasoning is not None})
+    return {"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
+            "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
+            "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
+            "family": fixture.family, "thinking": fixture.expected.reasoning is not None,
+            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}}
+
+
+def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, version: str,
+               run_id: str) -> Iterator[Record]:
+    """Records of one fixture on one engine from the worker's answer to ``request``: the non-streamed parse, then
+    each chunking's stream."""
     if "unsupported" in answer:
-        raise Unsupported(f"{adapter.engine} {support.tool_parser}: {answer['unsupported']}")
+        raise Unsupported(f"{adapter.engine} {request['tool_parser']}: {answer['unsupported']}")
+    family = get_family(fixture.family)
     said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]
     body = feeder.request_body(fixture.model, fixture.tools, (m for text in said for m in family.find_markers(text)))
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
-    version = str(client.hello.get("version", ""))
+    label = feeder.tokenizer_label(fixture.family, fixture.model)
 
     def info(chunking: str) -> ReplayInfo:
-        return ReplayInfo(adapter.engine, version, support.tool_parser or "", chunking, support.reasoning_parser,
-                          feeder.tokenizer_label(fixture.family, fixture.model) if chunking in ("token", "random")
-                          else None,
+        return ReplayInfo(adapter.engine, version, request["tool_parser"] or "", chunking,
+                          request["reasoning_parser"], label if chunking in ("token", "random") else None,
                           fixture.family, fixture.source)
 
     yield judge_replay(fixture, family, whole, None, info("none"), run_id, "nonstream")
-    for chunking in chunkings:
+    for chunking in request["streams"]:
         exchange = feeder.stream_exchange(answer["streams"][chunking], body)
         yield judge_replay(fixture, family, exchange, whole, info(chunking), run_id, mode_of(chunking))
 
 
+def replay_one(client: WorkerClient, adapter: Adapter, fixture: Fixture, chunkings: Iterable[str],
+               run_id: str) -> list[Record]:
+    """Records of one fixture on one engine, asked and judged in turn."""
+    request = parse_request(adapter, fixture, chunkings)
+    answer = client.request(request)
+    return list(records_of(answer, request, adapter, fixture, str(client.hello.get("version", "")), run_id))
+
+
 def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                   chunkings: Iterable[str] = feeder.CHUNKINGS) -> dict[str, int]:
-    """Every fixture the engine supports, into ``directory``; returns the verdict counts (plus ``skipped``)."""
+    """Every fixture the engine supports, into ``directory``; returns the verdict counts (plus ``skipped``).
+    Fixtures go round the adapter's worker processes, each sent one ahead of its answer being judged, so workers
+    parse while the host judges; records are written in fixture order."""
     run_id = f"replay-{adapter.engine}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     started = datetime.now(timezone.utc).isoformat()
     portable = Portable.here(directory)
@@ -109,7 +125,30 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     # A refusal holds for the family with that tokenizer: a model's own tokenizer (harvested fixtures) may differ.
     refused: set[tuple[str, Path | None]] = set()
     replayed: list[str] = []
-    with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
+    chunkings = list(chunkings)
+    sent: deque[tuple[WorkerClient, Fixture, tuple, dict]] = deque()
+    with ExitStack() as stack:
+        clients = [stack.enter_context(WorkerClient(adapter.python, adapter.worker, dict(adapter.env())))
+                   for _ in range(adapter.processes)]
+        hello = clients[0].hello
+        turns = itertools.cycle(clients)
+        version = str(hello.get("version", ""))
+
+        def judge_oldest() -> None:
+            client, fixture, key, request = sent.popleft()
+            answer = client.receive()
+            if key in refused:  # sent before an earlier answer refused its family
+                return
+            try:
+                records = list(records_of(answer, request, adapter, fixture, version, run_id))
+            except Unsupported as exc:
+                skipped.setdefault(fixture.family, str(exc))
+                refused.add(key)
+                return
+            replayed.append(fixture.id)
+            for record in records:
+                writer.write(Posted.of(record))
+
         for fixture in fixtures:
             key = (fixture.family, feeder.tokenizer_path(fixture.family, fixture.model))
             if key in refused:
@@ -118,16 +157,14 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                 skipped[fixture.family] = adapter.supports(fixture.family, None).reason
                 refused.add(key)
                 continue
-            try:
-                records = list(replay_one(client, adapter, fixture, chunkings, run_id))
-            except Unsupported as exc:
-                skipped.setdefault(fixture.family, str(exc))
-                refused.add(key)
-                continue
-            replayed.append(fixture.id)
-            for record in records:
-                writer.write(Posted.of(record))
-        hello = client.hello
+            request = parse_request(adapter, fixture, chunkings)
+            client = next(turns)
+            client.send(request)
+            sent.append((client, fixture, key, request))
+            if len(sent) > len(clients):
+                judge_oldest()
+        while sent:
+            judge_oldest()
     engine = {"id": adapter.engine, "version": hello.get("version"), "versions": adapter.versions().split()}
     writer.close(_replay_run(run_id, engine, skipped, started, writer, portable, replayed))
     return {**writer.counts, "skipped_families": len(skipped)}

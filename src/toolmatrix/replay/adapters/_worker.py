@@ -19,7 +19,6 @@ import base64
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import traceback
 import types
@@ -71,18 +70,6 @@ def harmony_vocabulary(tokenizer_json: str, folder: str) -> str:
             handle.writelines(lines)
         os.replace(target + ".part", target)
     return target
-
-
-def exchange(proc: subprocess.Popen, message: dict) -> str:
-    """One JSON line to a process that speaks JSON lines, and its one line back; "" when it is gone (the host's
-    worker client and the llama.cpp worker's harness client both speak this way)."""
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
-        proc.stdin.flush()
-        return proc.stdout.readline()
-    except (BrokenPipeError, OSError):
-        return ""
 
 
 class ServerAnswered(Exception):

@@ -45,6 +45,10 @@ class Adapter:
     pip_steps: tuple[tuple[str, ...], ...] = ()  # to create the env (None: an env the live tier installs)
     tool_flag: str = "--tool-call-parser"
     reasoning_flag: str = "--reasoning-parser"
+    processes: int = 1  # worker processes side by side (an engine whose own server is the slow part)
+    cost: float = 3.0
+    """Milliseconds per record measured by benchmarks/bench_replay.py (-j 3, 2 cores, start-up included): only
+    the order ``toolmatrix replay -j N`` starts engines in (the longest expected first) depends on it."""
     package: str = ""  # the engine's own PyPI package: what ENGINE@VERSION lays over the pinned env
     at: str | None = None
     """ENGINE@VERSION: that version of ``package`` first on the worker's path, the pinned env under it (so an old

@@ -15,8 +15,12 @@ from .base import Adapter
 class DynamoAdapter(Adapter):
     engine: str = "dynamo"
     worker_name: str = "dynamo_worker.py"
+    cost: float = 6.5
     env_name: str = "dynamo-replay"
     package: str = "ai-dynamo-runtime"
+    # Its frontend is most of a replay's time and answers one request at a time well (several in flight stall it
+    # ~40 ms each, measured): two frontends, one per worker process, halve its part on 2 cores.
+    processes: int = 2
     tool_flag: str = "--dyn-tool-call-parser"
     reasoning_flag: str = "--dyn-reasoning-parser"
     # nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0 -> ai-dynamo-runtime 1.3.0.post1 (1.3.0 itself is not on PyPI; the

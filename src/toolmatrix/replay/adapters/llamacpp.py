@@ -37,6 +37,7 @@ def model_templates() -> dict[str, Path]:
 class LlamaCppAdapter(Adapter):
     engine: str = "llamacpp"
     worker_name: str = "llamacpp_worker.py"
+    cost: float = 2.5
 
     @property
     def bin_dir(self) -> Path:

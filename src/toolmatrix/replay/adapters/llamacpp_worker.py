@@ -42,7 +42,13 @@ class Harness:
     def call(self, message: dict) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
-        line = WORKER["exchange"](self.proc, message)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
         if not line:
             code = self.proc.wait()
             self.proc = None

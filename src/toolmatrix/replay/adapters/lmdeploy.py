@@ -14,6 +14,7 @@ from .base import Adapter
 class LMDeployAdapter(Adapter):
     engine: str = "lmdeploy"
     worker_name: str = "lmdeploy_worker.py"
+    cost: float = 4.0
     env_name: str = "lmdeploy-replay"
     package: str = "lmdeploy"
     # openmmlab/lmdeploy:v0.12.2 -> lmdeploy 0.12.2, without its dependencies (torch, triton, CUDA wheels), then only

@@ -12,6 +12,7 @@ from .base import Adapter
 class MLXLMAdapter(Adapter):
     engine: str = "mlxlm"
     worker_name: str = "mlxlm_worker.py"
+    cost: float = 6.5
     env_name: str = "mlxlm-replay"
     package: str = "mlx-lm"
     # mlx's CPU wheel (mlx-lm requires mlx only on macOS), mlx-lm without its dependencies (sentencepiece and

@@ -11,6 +11,7 @@ from .base import Adapter
 class SGLangAdapter(Adapter):
     engine: str = "sglang"
     worker_name: str = "sglang_worker.py"
+    cost: float = 1.5
     env_name: str = "sglang-replay"
     package: str = "sglang"
     # reference/replay.md: sglang and xgrammar without their dependencies (a plain xgrammar pulls torch and CUDA,

