@@ -35,7 +35,8 @@ from toolmatrix.surfaces import MESSAGES, Surface, surface
 if TYPE_CHECKING:  # imported when a Messages run makes its client: it is 2/3 of the import time of every process
     import anthropic
 
-MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+KEEPALIVE_EXPIRY_S = 2.0  # a real answer is kilobytes; a stream of a long one, a few hundred
 
 
 @attrs.frozen
@@ -47,6 +48,7 @@ class Target:
     api_key_env: str | None = None  # name of the environment variable holding the key; the key is never stored
     timeout_s: float = 120.0  # for the whole exchange
     max_answer_bytes: int = MAX_ANSWER_BYTES
+    keep_alive: bool = True  # the engine spec's ``keep_alive``; a server reached by URL alone: as the clients do
 
     def api_key(self) -> str:
         if self.api_key_env:
@@ -107,11 +109,14 @@ class _Bounded(httpx.SyncByteStream):
 class BoundedTransport(httpx.HTTPTransport):
     """The openai client's transport, with a deadline for each whole exchange and a limit on what is kept."""
 
-    def __init__(self, timeout_s: float, max_bytes: int):
-        # A connection per exchange: llama-server (cpp-httplib) gives each kept-alive connection one of its few
-        # HTTP threads for up to 5 s, so the idle connections of a run's clients starved the next request into
-        # a timeout or a dropped connection, false infra errors (17 of 40 requests kept alive, 0 of 40 without).
-        super().__init__(limits=httpx.Limits(max_keepalive_connections=0))
+    def __init__(self, timeout_s: float, max_bytes: int, keep_alive: bool = True):
+        # keep_alive False, a connection per exchange, is the engine spec's choice (llama.cpp's: it gives each
+        # kept-alive connection one of its few HTTP threads for up to 5 s, so the idle connections of a run's
+        # clients starved the next request into false infra errors, 17 of 40 requests kept alive, 0 of 40 without).
+        # An idle connection is dropped after 2 s, before the server's own keep-alive timeout (uvicorn's 5 s) can
+        # close it under a request being sent: with no retries that would be a false infra error.
+        super().__init__(limits=httpx.Limits(max_keepalive_connections=None if keep_alive else 0,
+                                             keepalive_expiry=KEEPALIVE_EXPIRY_S))
         self.timeout_s, self.max_bytes = timeout_s, max_bytes
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -130,12 +135,16 @@ def _bounded(response: httpx.Response) -> _Bounded | None:
     return response.extensions.get(_BOUNDS)
 
 
+def _transport(target: Target) -> BoundedTransport:
+    return BoundedTransport(target.timeout_s, target.max_answer_bytes, target.keep_alive)
+
+
 def make_http(target: Target) -> httpx.Client:
     """A plain HTTP client at the server's root (no ``/v1``), with the run's key and bounds, for an engine's own
     endpoints (its render and raw completion, see ``evidence``); the same HTTP library as the openai client."""
     root = target.base_url.rstrip("/").removesuffix("/v1")
     return httpx.Client(base_url=root, headers={"Authorization": f"Bearer {target.api_key()}"},
-                        timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
+                        timeout=target.timeout_s, transport=_transport(target))
 
 
 @attrs.frozen
@@ -154,7 +163,7 @@ class Connection:
 
 def make_client(target: Target, api: str = "chat") -> Connection:
     # No retries: a retried 500 would hide exactly the engine bug we are here to see.
-    http = httpx.Client(timeout=target.timeout_s, transport=BoundedTransport(target.timeout_s, target.max_answer_bytes))
+    http = httpx.Client(timeout=target.timeout_s, transport=_transport(target))
     options = {"api_key": target.api_key(), "max_retries": 0, "timeout": target.timeout_s, "http_client": http}
     if api == MESSAGES:  # the anthropic client adds /v1 itself, and its own headers (x-api-key, anthropic-version)
         import anthropic

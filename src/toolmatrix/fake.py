@@ -256,6 +256,7 @@ class FakeServer:
         self.raw_requests: list[dict] = []  # to /apply-template and /completion
         self._rendered: dict[str, dict] = {}  # prompt -> the chat body it was rendered from
         self.authorizations: list[str | None] = []
+        self.peers: list[int] = []  # the client's port of each POST: how many connections the requests came on
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
@@ -380,6 +381,7 @@ class FakeServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 fake.authorizations.append(self.headers.get("Authorization"))
+                fake.peers.append(self.client_address[1])
                 if self.path == "/apply-template":
                     status, answer = 200, fake.render(body)
                 elif self.path == "/completion":

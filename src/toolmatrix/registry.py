@@ -185,6 +185,7 @@ class EngineSpec:
     readiness_path: str
     readiness_timeout_s: float = 300.0  # each default stated here only: the schema and from_dict leave it out
     api_prefix: str = "/v1"
+    keep_alive: bool = True  # spec `keep_alive`: false where a kept-alive idle connection holds a server thread
     version_probe: Mapping[str, str] | None
     process: ProcessSpec | None
     family_args: Mapping[str, tuple[str, ...]]
@@ -209,7 +210,7 @@ class EngineSpec:
             title=data["title"],
             port=data["port"],
             readiness_path=data["readiness"]["path"],
-            **given(data, "api_prefix", "weights_kind", "served_model", "notes"),
+            **given(data, "api_prefix", "keep_alive", "weights_kind", "served_model", "notes"),
             **({"readiness_timeout_s": data["readiness"]["timeout_s"]} if "timeout_s" in data["readiness"] else {}),
             version_probe=data.get("version_probe"),
             process=ProcessSpec.from_dict(data["process"]) if "process" in data else None,

@@ -16,7 +16,7 @@ from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
-from toolmatrix.registry import EvidenceSpec
+from toolmatrix.registry import EvidenceSpec, load_engines
 from toolmatrix.fake import FAULTS, FakeServer, Reply, model_wrote
 from toolmatrix.fakesurfaces import SURFACE_FAULTS
 from toolmatrix.formats import get_family
@@ -186,6 +186,19 @@ def test_round_trip_sends_the_engines_own_ids_back(server):
     second = record.followup.request["messages"]
     assert record.verdict == "pass"
     assert second[-2]["tool_calls"][0]["id"] == second[-1]["tool_call_id"] == "call_0"
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_connections_are_kept_alive_unless_the_engine_spec_says_not(keep_alive: bool) -> None:
+    """Requests reuse one connection, as the official clients do; ``keep_alive: false`` (llama.cpp's spec: its idle
+    kept-alive connections hold server threads) opens one per exchange, answers unchanged."""
+    with FakeServer(lambda body: Reply(content="hi")) as server:
+        connection = make_client(Target(server.base_url, "fake", keep_alive=keep_alive))
+        answers = [connection.send({"model": "fake", "messages": [{"role": "user", "content": "x"}]}, mode)
+                   for mode in ("nonstream", "stream", "nonstream")]
+    assert [a.http_status for a in answers] == [200, 200, 200]
+    assert len(set(server.peers)) == (1 if keep_alive else 3)
+    assert load_engines()["llamacpp"].keep_alive is False and load_engines()["vllm"].keep_alive is True
 
 
 # -- blame from evidence: the model's own words, asked from the same (fake) engine ---------------------------------

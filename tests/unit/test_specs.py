@@ -96,6 +96,7 @@ def test_the_weights_kinds_agree_between_the_schemas_and_the_registry():
 # Where the engine schema's descriptions name a default, and the field that states it (the only place it is set).
 DESCRIBED_DEFAULTS = {
     ("properties", "api_prefix"): (EngineSpec, "api_prefix"),
+    ("properties", "keep_alive"): (EngineSpec, "keep_alive"),
     ("properties", "readiness", "properties", "timeout_s"): (EngineSpec, "readiness_timeout_s"),
     ("$defs", "step", "properties", "method"): (ReadinessStep, "method"),
     ("$defs", "step", "properties", "timeout_s"): (ReadinessStep, "timeout_s"),
