@@ -287,7 +287,8 @@ class RunState:
     def runner(self, api: str) -> Runner:
         assert self.endpoint is not None
         target = Target(self.endpoint["base_url"], self.endpoint["model"], self.config.getoption("--api-key-env"),
-                        self.config.getoption("--request-timeout"), self.config.getoption("--max-answer-bytes"))
+                        self.config.getoption("--request-timeout"), self.config.getoption("--max-answer-bytes"),
+                        self.engine.keep_alive if self.engine else True)
         mode = EvidenceMode(self.config.getoption("--evidence"))
         witness = None if mode is EvidenceMode.OFF else Witness(
             self.engine.evidence if self.engine else EvidenceSpec.from_dict(
