@@ -214,7 +214,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     replay.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
     replay.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
-                        help="replay N engines at once (default 1; each engine is its own process either way)")
+                        help="replay N engines at once, the longest expected first (default 1; each engine is "
+                             "its own process either way)")
     replay.set_defaults(func=_cmd_replay)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
