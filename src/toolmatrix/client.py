@@ -35,8 +35,8 @@ from toolmatrix.surfaces import MESSAGES, Surface, surface
 if TYPE_CHECKING:  # imported when a Messages run makes its client: it is 2/3 of the import time of every process
     import anthropic
 
-MAX_ANSWER_BYTES = 8 * 1024 * 1024
-KEEPALIVE_EXPIRY_S = 2.0  # a real answer is kilobytes; a stream of a long one, a few hundred
+MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a real answer is kilobytes; a stream of a long one, a few hundred
+KEEPALIVE_EXPIRY_S = 2.0  # an idle kept-alive connection is dropped after this (see BoundedTransport)
 
 
 @attrs.frozen
