@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import random
 import re
 import zlib
@@ -56,7 +55,7 @@ def tokenizer_path(family: str, model: str | None = None) -> Path | None:
     tokenizers``), else None."""
     # Asked several times per fixture: building the paths was a fifth of a replay's host time. Only a tokenizer
     # found is remembered (one installed later in the same process is still found), per cache location.
-    key = (os.environ.get("TOOLMATRIX_CACHE"), os.environ.get("HOME"), family, model)
+    key = (cache_dir(), family, model)
     if key in _FOUND:
         return _FOUND[key]
     own = model_tokenizer_dir(model) / "tokenizer.json" if model else None
