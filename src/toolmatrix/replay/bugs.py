@@ -112,7 +112,7 @@ def _verdict(adapter: Adapter, client: WorkerClient, fixture: Fixture, bug: Bug)
         return "unsupported", support.reason
     chunkings = [c for c in bug.chunkings if c != NONSTREAM]
     try:
-        records = list(replay_one(client, adapter, fixture, chunkings, f"bugs-{adapter.name}"))
+        records = replay_one(client, adapter, fixture, chunkings, f"bugs-{adapter.name}")
     except Unsupported as exc:
         return "unsupported", str(exc)
     kept = [r for r in records if r.replay.chunking in bug.chunkings]
