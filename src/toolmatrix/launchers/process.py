@@ -20,9 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from toolmatrix.exitcodes import death_message
 from toolmatrix.launchers import cores
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file
-from toolmatrix.launchers.readiness import become_ready, probe_version
+from toolmatrix.launchers.readiness import Watched, become_ready, probe_version
 from toolmatrix.placeholders import names_in, render, render_args
 from toolmatrix.registry import EngineSpec, ModelSpec, WeightsSource, cache_dir
 from toolmatrix.weights import WeightsError, chat_template_info, gguf_path, local_weights, sha256_of
@@ -66,8 +67,11 @@ def find_binary(engine: EngineSpec) -> Path | None:
     if engine.process.venv:  # complete only once every install step has run
         return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
-    # One toolmatrix builds is complete with the record of what it was built from (an older build lacks it).
-    if cached.is_file() and (not engine.process.install or build_record(cached).is_file()):
+    # One toolmatrix builds is complete with the record of what it was built from and its machine check (an older
+    # build, made for the CPU that built it, lacks them: it is rebuilt).
+    built = not engine.process.install or build_record(cached).is_file()
+    checked = not engine.process.check or cached.with_name(engine.process.check).is_file()
+    if cached.is_file() and built and checked:
         return cached
     found = shutil.which(name)
     return Path(found) if found else None
@@ -118,6 +122,37 @@ def install_binary(engine: EngineSpec) -> Path:
     return found
 
 
+CHECK_TIMEOUT_S = 120
+
+
+def machine_check(binary: Path, check: str, engine_id: str) -> dict[str, Any] | None:
+    """Run the engine spec's check program beside ``binary`` (``process.check``) on this machine; what it printed
+    (one JSON object per line, merged) is the run's ``cpu`` provenance. A check that fails, or dies by a signal,
+    refuses the start with why. None where no check is beside the binary (one found on PATH or named by the
+    user)."""
+    program = binary.with_name(check)
+    if not program.is_file():
+        return None
+    try:
+        result = subprocess.run([str(program)], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"{engine_id}: {check} did not finish in {CHECK_TIMEOUT_S} s") from None
+    found: dict[str, Any] = {}
+    for line in result.stdout.splitlines():
+        try:
+            found.update(json.loads(line))
+        except ValueError:
+            continue  # not one of its lines
+    if found.get("module"):
+        found["module"] = Path(found["module"]).name  # run.json names no path of this machine
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.splitlines()[-10:])
+        raise LaunchError(f"{engine_id}: {binary.name} cannot run on this machine: {check} with "
+                          f"{found.get('module') or 'its CPU module'}: {found.get('error') or ''}"
+                          f"{death_message(result.returncode, engine_id)}\n--- its stderr ---\n{tail}")
+    return found
+
+
 class ProcessLauncher:
     kind = "process"
 
@@ -133,6 +168,7 @@ class ProcessLauncher:
         self.values: dict[str, str] = {}
         self.root_url = ""
         self.lease: cores.Lease | None = None  # the cores the running engine spins on
+        self.cpu: dict[str, Any] | None = None  # what the spec's machine check found (process.check)
 
     def command(self, port: int, fetch: bool = True) -> list[str]:
         """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
@@ -168,6 +204,8 @@ class ProcessLauncher:
 
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
+        if self.engine.process.check:  # proven on this machine before trusted (a build may come from another)
+            self.cpu = machine_check(binary, self.engine.process.check, self.engine.id)
         port = free_port()
         self.lease = cores.lease()
         try:
@@ -182,8 +220,9 @@ class ProcessLauncher:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, preexec_fn=die_with_parent, start_new_session=True)
         try:
-            become_ready(self.engine, self.root_url, self.values, self.alive, f"{self.engine.id} ({binary.name})",
-                         self.log_tail)
+            become_ready(self.engine, self.root_url, self.values,
+                         Watched(f"{self.engine.id} ({binary.name})", self.engine.id, self.alive, self.exit_code,
+                                 self.log_tail))
         except BaseException:
             self.stop()  # never leave a half-started engine behind
             raise
@@ -228,6 +267,7 @@ class ProcessLauncher:
             "image_digest": None,
             "binary": Path(self.argv[0]).name if self.argv else None,
             "build": self.build_info(),
+            "cpu": self.cpu,
             "packages": self.packages(),
             "log": str(self.log_path),
         }
