@@ -62,6 +62,40 @@ def describe_exit(code: int | None) -> str:
     return f"exit {code}"
 
 
+# What a signal that killed an engine most likely means, and what to do about it.
+SIGNAL_HINTS = {
+    "SIGILL": "illegal instruction: the engine runs CPU instructions this machine refuses (a build made for another "
+              "CPU, or a CPU that advertises instruction sets its hypervisor or kernel does not allow); rebuild it "
+              "here for any x86-64 CPU: toolmatrix install ENGINE (a toolmatrix build is portable; a binary you "
+              "named with TOOLMATRIX_<ENGINE>_BIN must be rebuilt by you)",
+    "SIGKILL": "killed from outside, most often by the kernel's out-of-memory killer (dmesg names it): free memory, "
+               "or run a smaller model or context",
+    "SIGSEGV": "segmentation fault: a crash inside the engine (its log tail shows where it was); report it to "
+               "the engine with that log",
+    "SIGBUS": "bus error: a memory-mapped file (the weights) was truncated or replaced while loaded, or its disk "
+              "is full",
+    "SIGABRT": "aborted: the engine stopped itself, usually on a failed assertion its log tail names",
+    "SIGFPE": "arithmetic fault inside the engine (its log tail shows where it was)",
+}
+
+
+def signal_hint(code: int | None, engine: str = "ENGINE") -> str | None:
+    """For an exit status that is a signal: what it most likely means and what to do; None otherwise."""
+    if code is None or code >= 0:
+        return None
+    try:
+        hint = SIGNAL_HINTS.get(signal.Signals(-code).name)
+    except ValueError:
+        return None
+    return hint.replace("ENGINE", engine) if hint else None
+
+
+def death_message(code: int | None, engine: str = "ENGINE") -> str:
+    """A dead engine's status with, for a signal, its likely cause: ``killed by SIGILL: illegal instruction ...``."""
+    hint = signal_hint(code, engine)
+    return f"{describe_exit(code)}: {hint}" if hint else describe_exit(code)
+
+
 def meaning(code: int) -> str:
     """What a pair's exit code says, for the summary of several pairs."""
     return MEANING.get(code, describe_exit(code) if code < 0 else "unknown exit code")

@@ -11,6 +11,7 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -422,12 +423,14 @@ def main(argv: list[str] | None = None) -> None:
 
     It can stand in for an engine binary (``TOOLMATRIX_LLAMACPP_BIN`` pointing at a script that runs it): the
     arguments it does not know, such as llama-server's, are ignored. ``--die-after N`` exits on the chat request
-    after the Nth without answering it, as an engine that crashes mid-run.
+    after the Nth without answering it, as an engine that crashes mid-run; ``--die-by SIGILL`` makes that death
+    a signal's, as a crash is.
     """
     parser = argparse.ArgumentParser(prog="python -m toolmatrix.fake", allow_abbrev=False)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each chat answer")
     parser.add_argument("--die-after", type=int, metavar="N", help=f"exit with status {DIED} on chat request N+1")
+    parser.add_argument("--die-by", metavar="SIGNAL", help="die on that request killed by this signal instead")
     args, _ = parser.parse_known_args(argv)
     answered = itertools.count(1)
 
@@ -437,6 +440,8 @@ def main(argv: list[str] | None = None) -> None:
             # An answer given just before, still being written by its own thread, reaches its client first: the
             # run must see exactly N answers. Then at once, from this handler thread, as in a crash.
             time.sleep(0.5)
+            if args.die_by:  # the signals a crash sends keep their default action in Python: death
+                signal.raise_signal(signal.Signals[args.die_by])  # delivered before it returns
             os._exit(DIED)
         time.sleep(args.delay)
         return first_tool(body)

@@ -35,7 +35,7 @@ from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exchange import MODES
-from toolmatrix.exitcodes import ENGINE_DIED
+from toolmatrix.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.pairs import run_on_cluster, run_pairs, wants_pairs
@@ -590,7 +590,8 @@ class Controller:
         if self.death:
             death = self.death
             terminalreporter.write_line(
-                f"{death.summary} after {death.records_before} records: every later failed case is an error "
+                f"engine died ({death_message(death.exit_code, self.state.engine_id)}) after "
+                f"{death.records_before} records: every later failed case is an error "
                 f"(exit code {ENGINE_DIED}); engine log tail:", red=True, bold=True)
             terminalreporter.write_line(death.log_tail)
 

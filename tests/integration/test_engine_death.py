@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -76,3 +77,18 @@ def test_matrix_page_still_built(died):
     proc, results = died
     assert "gemma3-270m@llamacpp" in (results / "matrix" / "matrix.md").read_text()
     assert f"matrix page: {results / 'matrix' / 'index.html'}" in proc.stdout
+
+
+def test_an_engine_killed_by_a_signal_mid_run_is_named_with_what_it_means(tmp_path):
+    """A crash is a signal's death: the run's closing line names it and says what to do (here SIGILL's rebuild)."""
+    env = {**os.environ, **stand_in(tmp_path, "llamacpp", "--die-after", "3", "--die-by", "SIGILL")}
+    proc = subprocess.run(pytest_cmd("-n", "2", "-k", "single", "--engine=llamacpp", "--model=gemma3-270m",
+                                     "--results-dir", str(tmp_path / "r")), cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == ENGINE_DIED, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert run["engine_death"]["exit_code"] == -signal.SIGILL
+    assert ("engine died (killed by SIGILL: illegal instruction: the engine runs CPU instructions this machine "
+            "refuses") in proc.stdout and "toolmatrix install llamacpp" in proc.stdout
+    died = [r for r in read_records(tmp_path / "r") if r.engine_death is not None]
+    assert died and all(r.reason.startswith("engine died (killed by SIGILL); ") for r in died)

@@ -36,6 +36,7 @@ class FakeContainer:
         self.statuses = list(statuses or ["running"])  # one per reload(); the last one sticks
         self.status = self.statuses[0]
         self.log_text = b"engine: loading weights\nengine: listening\n"
+        self.attrs = {"State": {"ExitCode": client.exit_code}}  # docker's own record, read once it has stopped
 
     def reload(self) -> None:
         if self.name in self.client.removed:
@@ -57,8 +58,9 @@ class FakeClient:
     """Just enough of docker.DockerClient: containers.run/list, images.get, api.pull; every call is recorded."""
 
     def __init__(self, images: tuple[str, ...] = (), existing: tuple[FakeContainer, ...] = (),
-                 statuses: list[str] | None = None, run_error: Exception | None = None):
+                 statuses: list[str] | None = None, run_error: Exception | None = None, exit_code: int = 1):
         self.calls: list[tuple] = []
+        self.exit_code = exit_code
         self.removed: list[str] = []
         self.images_here = set(images)
         self.existing = list(existing)
@@ -374,12 +376,19 @@ def test_stop_survives_a_daemon_that_cannot_remove(stand_in, tmp_path):
     assert not made.alive()
 
 
-def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, tmp_path):
+@pytest.mark.parametrize(("exit_code", "said"), [
+    (1, "(exit 1)"),
+    # Docker writes a process killed by signal N as 128 + N: 132 is SIGILL, with what it means.
+    (132, "(killed by SIGILL: illegal instruction: the engine runs CPU instructions this machine refuses"),
+    (137, "(killed by SIGKILL: killed from outside, most often by the kernel's out-of-memory killer"),
+])
+def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, tmp_path, exit_code, said):
     stand_in({("GET", "/health"): ok()})  # never reached: the container is gone first
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",), statuses=["exited"])
+    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",), statuses=["exited"], exit_code=exit_code)
     with pytest.raises(LaunchError) as caught:
         launcher("vllm", "qwen3", client, tmp_path).start()
-    assert "exited before it was ready" in str(caught.value) and "engine: loading weights" in str(caught.value)
+    message = str(caught.value)
+    assert f"stopped before it was ready {said}" in message and "engine: loading weights" in message
     assert client.call_names()[-1] == "remove"
 
 

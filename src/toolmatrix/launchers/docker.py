@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file, pid_alive
-from toolmatrix.launchers.readiness import become_ready, probe_version
+from toolmatrix.launchers.readiness import Watched, become_ready, probe_version
 from toolmatrix.launchers.process import free_port
 from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
 from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir, given
@@ -354,8 +354,9 @@ class DockerLauncher:
         self.root_url = f"http://127.0.0.1:{self.config.host_port}"
 
     def _wait_ready(self) -> None:
-        become_ready(self.engine, self.root_url, self.config.values, self.alive,
-                     f"{self.engine.id} (container {self.config.name})", self.log_tail)
+        become_ready(self.engine, self.root_url, self.config.values,
+                     Watched(f"{self.engine.id} (container {self.config.name})", self.engine.id, self.alive,
+                             self.exit_code, self.log_tail))
 
     def stop(self) -> None:
         """Keep the engine's log, then remove the container (killing it if it still runs). Safe to repeat."""
@@ -386,7 +387,9 @@ class DockerLauncher:
     def exit_code(self) -> int | None:
         if self.container is None or self.container.status in _LIVE_STATES:
             return None
-        return self.container.attrs.get("State", {}).get("ExitCode")  # as of the last alive() reload
+        code = self.container.attrs.get("State", {}).get("ExitCode")  # as of the last alive() reload
+        # Docker writes a main process killed by signal N as exit 128 + N: read it back as the signal.
+        return -(code - 128) if isinstance(code, int) and 128 < code <= 128 + 64 else code
 
     def log_tail(self, lines: int = 40) -> str:
         try:

@@ -9,6 +9,9 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Mapping
 
+import attrs
+
+from toolmatrix.exitcodes import death_message
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import EngineSpec, ReadinessStep
@@ -25,13 +28,29 @@ def http_request(method: str, url: str, body: Any = None, timeout: float = 10.0)
         return exc.code, exc.read()
 
 
-def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool], what: str, log_tail: Callable[[], str]) -> float:
+@attrs.frozen
+class Watched:
+    """The engine being started, as readiness sees it: a name for messages, and its launcher's answers."""
+
+    what: str  # e.g. "llamacpp (llama-server)"
+    engine_id: str
+    alive: Callable[[], bool]
+    exit_code: Callable[[], int | None]  # negative: the signal that killed it
+    log_tail: Callable[[], str]
+
+    def died(self) -> LaunchError:
+        """The error for an engine that stopped before it was ready: how it ended and, for a signal, why."""
+        return LaunchError(f"{self.what} stopped before it was ready ({death_message(self.exit_code(), self.engine_id)})"
+                           f"\n--- log tail ---\n{self.log_tail()}")
+
+
+def wait_ready(url: str, timeout_s: float, engine: Watched) -> float:
     """Poll ``url`` until it answers 200; fail fast when the engine exits. Returns seconds waited."""
     started = time.monotonic()
     delay = 0.1
     while True:
-        if not alive():
-            raise LaunchError(f"{what} exited before it was ready\n--- log tail ---\n{log_tail()}")
+        if not engine.alive():
+            raise engine.died()
         try:
             status, _ = http_request("GET", url, timeout=2.0)
             if status == 200:
@@ -39,17 +58,17 @@ def wait_ready(url: str, timeout_s: float, alive: Callable[[], bool], what: str,
         except OSError:
             pass  # not listening yet
         if time.monotonic() - started > timeout_s:
-            raise LaunchError(f"{what} not ready at {url} after {timeout_s:.0f}s\n--- log tail ---\n{log_tail()}")
+            raise LaunchError(f"{engine.what} not ready at {url} after {timeout_s:.0f}s\n--- log tail ---\n"
+                              f"{engine.log_tail()}")
         time.sleep(delay)
         delay = min(delay * 1.5, 2.0)
 
 
-def become_ready(engine: EngineSpec, root_url: str, values: Mapping[str, str], alive: Callable[[], bool], what: str,
-                 log_tail: Callable[[], str]) -> None:
+def become_ready(engine: EngineSpec, root_url: str, values: Mapping[str, str], watched: Watched) -> None:
     """The engine's readiness path answers 200, then each of its readiness requests succeeds."""
-    wait_ready(root_url + engine.readiness_path, engine.readiness_timeout_s, alive, what, log_tail)
+    wait_ready(root_url + engine.readiness_path, engine.readiness_timeout_s, watched)
     for step in engine.readiness_steps:
-        run_step(root_url, step, values, alive, log_tail)
+        run_step(root_url, step, values, watched)
 
 
 def field_values(document: Any, dotted: str) -> list[Any]:
@@ -79,17 +98,19 @@ def _step_problem(root_url: str, step: ReadinessStep, values: Mapping[str, str])
     return None if wanted in found else f"{step.expect['field']} is {found!r}, without {wanted!r}"
 
 
-def run_step(root_url: str, step: ReadinessStep, values: Mapping[str, str], alive: Callable[[], bool],
-             log_tail: Callable[[], str]) -> None:
+def run_step(root_url: str, step: ReadinessStep, values: Mapping[str, str], engine: Watched) -> None:
     """Make one readiness request (repeating it while ``poll`` and time allow); raise LaunchError on failure."""
     deadline = time.monotonic() + step.timeout_s
     while True:
         problem = _step_problem(root_url, step, values)
         if problem is None:
             return
-        if not step.poll or time.monotonic() > deadline or not alive():
+        if not engine.alive():
+            raise engine.died()
+        if not step.poll or time.monotonic() > deadline:
             why = f" ({step.why})" if step.why else ""
-            raise LaunchError(f"readiness {step.method} {step.path}: {problem}{why}\n--- log tail ---\n{log_tail()}")
+            raise LaunchError(f"readiness {step.method} {step.path}: {problem}{why}\n--- log tail ---\n"
+                              f"{engine.log_tail()}")
         time.sleep(1.0)
 
 
