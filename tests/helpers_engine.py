@@ -7,9 +7,14 @@ engine's binary would be.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
+import signal
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 from toolmatrix.launchers.process import binary_override_var
 
@@ -28,3 +33,42 @@ def pytest_cmd(*args: str) -> list[str]:
     """``python -m pytest`` with this checkout's configuration, from any working directory."""
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
             str(ROOT / "pyproject.toml"), *args]
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid``, children first (from /proc: the engines a run started in sessions of their own
+    are still its children)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+@contextlib.contextmanager
+def interruptible(command: list[str], **popen: Any) -> Iterator[subprocess.Popen]:
+    """A child run that a test interrupts with a signal: Ctrl-C (SIGINT) reaches it even where this process
+    ignores SIGINT (a shell's background job passes the ignoring on, and Python then never raises
+    KeyboardInterrupt), and however the test ends, a timeout included, the child and all it started are killed."""
+    proc = subprocess.Popen(command, preexec_fn=_default_sigint, **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            for pid in descendants(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            proc.kill()
+            proc.wait()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_engine import interruptible
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
 from toolmatrix.registry import load_models
 from toolmatrix.results import read_records, check_results
@@ -128,9 +129,8 @@ def test_container_started_once_and_removed(docker_run, client):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_container_removed_when_the_run_is_interrupted(client, image, tmp_path, sig):
-    proc = subprocess.Popen(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
+    with interruptible(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         deadline = time.monotonic() + 600
         for line in proc.stdout:
             if "ready at" in line or time.monotonic() > deadline:
@@ -143,10 +143,6 @@ def test_container_removed_when_the_run_is_interrupted(client, image, tmp_path, 
         time.sleep(2)  # let requests be in flight
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode != 0
     assert containers(client, **{LABEL_OWNER: owner_of(proc)}) == [], out[-2000:]
     assert containers(client, **{LABEL_RUN: None}) == [], "no toolmatrix container is left on this machine"

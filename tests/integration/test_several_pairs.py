@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers_engine import pytest_cmd, stand_in
+from tests.helpers_engine import interruptible, pytest_cmd, stand_in
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.results import read_records, check_results
@@ -93,18 +93,18 @@ def test_one_url_under_several_model_names(tmp_path):
 
 def test_sigterm_stops_the_running_pair_and_starts_no_other(tmp_path):
     env = {**os.environ, **stand_in(tmp_path, "llamacpp", "--delay", "0.5"), **stand_in(tmp_path, "llama-cpp-python")}
-    proc = subprocess.Popen(pytest_cmd(*SUBSET, "--engine=llamacpp,llama-cpp-python", "--model=gemma3-270m",
-                                       "--results-dir", str(tmp_path / "r")),
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    for line in proc.stdout:
-        if "ready at" in line or time.monotonic() > deadline:
-            break
-    [child] = children(proc.pid)
-    [engine] = children(child)
-    time.sleep(1)  # requests in flight
-    proc.send_signal(signal.SIGTERM)
-    out = proc.communicate(timeout=120)[0]
+    with interruptible(pytest_cmd(*SUBSET, "--engine=llamacpp,llama-cpp-python", "--model=gemma3-270m",
+                                  "--results-dir", str(tmp_path / "r")),
+                       cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if "ready at" in line or time.monotonic() > deadline:
+                break
+        [child] = children(proc.pid)
+        [engine] = children(child)
+        time.sleep(1)  # requests in flight
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=120)[0]
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert gone(child) and gone(engine)
     assert "gemma3-270m@llama-cpp-python: not run: stopped by SIGTERM" in out
