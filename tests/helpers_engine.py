@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -72,3 +73,11 @@ def interruptible(command: list[str], **popen: Any) -> Iterator[subprocess.Popen
                     os.kill(pid, signal.SIGKILL)
             proc.kill()
             proc.wait()
+
+
+def read_until(proc: subprocess.Popen, text: str, timeout_s: float) -> None:
+    """Read the child's output (text mode) until a line holds ``text``, the time is up, or the output ends."""
+    deadline = time.monotonic() + timeout_s
+    for line in proc.stdout:
+        if text in line or time.monotonic() > deadline:
+            return

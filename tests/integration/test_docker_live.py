@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers_engine import interruptible
+from tests.helpers_engine import interruptible, read_until
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
 from toolmatrix.registry import load_models
 from toolmatrix.results import read_records, check_results
@@ -131,10 +131,7 @@ def test_container_started_once_and_removed(docker_run, client):
 def test_container_removed_when_the_run_is_interrupted(client, image, tmp_path, sig):
     with interruptible(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        deadline = time.monotonic() + 600
-        for line in proc.stdout:
-            if "ready at" in line or time.monotonic() > deadline:
-                break
+        read_until(proc, "ready at", 600)
         mine = containers(client, **{LABEL_OWNER: owner_of(proc)})
         assert [c.status for c in mine] == ["running"], "the run's container should be running now"
         # Weights and chat template reach the container read-only.

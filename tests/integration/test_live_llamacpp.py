@@ -21,7 +21,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from tests.helpers_engine import interruptible
+from tests.helpers_engine import interruptible, read_until
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import cache_dir, data_root, load_models
@@ -181,10 +181,7 @@ def test_no_engine_left_after_the_run(live_run):
 def test_engine_stopped_when_the_run_is_interrupted(tmp_path, sig):
     with interruptible(pytest_cmd("-n", "2", "-k", LONG, "--results-dir", str(tmp_path / "r")), cwd=tmp_path,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        deadline = time.monotonic() + 600
-        for line in proc.stdout:
-            if "ready at" in line or time.monotonic() > deadline:
-                break
+        read_until(proc, "ready at", 600)
         assert llama_servers(), "the engine should be running now"
         time.sleep(2)  # let requests be in flight
         proc.send_signal(sig)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers_engine import interruptible, pytest_cmd, stand_in
+from tests.helpers_engine import interruptible, pytest_cmd, read_until, stand_in
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.results import read_records, check_results
@@ -96,10 +96,7 @@ def test_sigterm_stops_the_running_pair_and_starts_no_other(tmp_path):
     with interruptible(pytest_cmd(*SUBSET, "--engine=llamacpp,llama-cpp-python", "--model=gemma3-270m",
                                   "--results-dir", str(tmp_path / "r")),
                        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if "ready at" in line or time.monotonic() > deadline:
-                break
+        read_until(proc, "ready at", 120)
         [child] = children(proc.pid)
         [engine] = children(child)
         time.sleep(1)  # requests in flight

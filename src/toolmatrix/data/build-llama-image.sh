@@ -103,7 +103,8 @@ if ! env -i "$root${interp:-/lib64/ld-linux-x86-64.so.2}" --library-path "$root/
   cat "$work/version.txt" >&2
   exit 1
 fi
-version="$(grep -m1 -oE 'version: [^ ]+( \([0-9a-f]+\))?' "$work/version.txt" || true)"
+# "version: 0.6.0-dev (build 11434, commit C)": written as the server's /props build_info is, b11434-C.
+version="$(sed -nE 's/^version: .*\(build ([0-9]+), commit ([^)]+)\).*/b\1-\2/p' "$work/version.txt" | head -n 1)"
 sha="$(sha256sum "$binary" | cut -d' ' -f1)"
 lib_path="/usr/local/bin:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64"
 
@@ -113,11 +114,11 @@ tar -C "$root" --numeric-owner --owner=0 --group=0 -c . | docker import \
   -c 'ENTRYPOINT ["/usr/local/bin/llama-server"]' \
   -c 'EXPOSE 8080' \
   -c "LABEL toolmatrix.llama-server.sha256=$sha" \
-  -c "LABEL toolmatrix.llama-server.version=\"${version#version: }\"" \
+  -c "LABEL toolmatrix.llama-server.version=\"$version\"" \
   -m "toolmatrix: llama-server $sha from $binary" - "$image" >/dev/null
 current="$(docker image inspect -f '{{.Id}}' "$image")"
 if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
   docker image rm "$previous" >/dev/null 2>&1 || true  # the replaced image, unless a container still uses it
 fi
 echo "built $image ($(docker image inspect -f '{{.Id}}' "$image"), $(du -sh "$root" | cut -f1) rootfs," \
-     "llama-server ${version#version: })"
+     "llama-server $version)"
