@@ -12,10 +12,10 @@ from toolmatrix.formats import get_family
 from toolmatrix.registry import data_root
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
-from toolmatrix.replay.fixtures import FixtureError, load_fixtures
+from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.replay.generate import generate
 from toolmatrix.registry import load_engines
-from toolmatrix.replay.session import replay_engine
+from toolmatrix.replay.session import reasoning_style, replay_engine
 from toolmatrix.results import read_records
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
@@ -121,3 +121,33 @@ def test_a_fixture_sent_ahead_of_its_familys_refusal_is_dropped_with_the_family(
     assert {r.case_id for r in records} == {hermes[0].id} and len(records) == 2
     assert counts["skipped_families"] == 1
     assert "mistral_v11" in json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]
+
+
+def outside(model: str, family: str = "hermes", reasoning: str | None = "The user wants the weather.") -> Fixture:
+    """A fixture as an outside set writes one: the model named as the world names it, no reasoning_style."""
+    return Fixture.from_dict({**GOOD, "id": f"ext.{model}", "model": model, "family": family,
+                              "text": f"<think>\n{reasoning}\n</think>\n\n{GOOD['text']}" if reasoning else GOOD["text"],
+                              "expected": {**GOOD["expected"], "reasoning": reasoning}})
+
+
+@pytest.mark.parametrize(("model", "family", "reasoning", "style"), [
+    ("qwen3", "hermes", None, "qwen3"),                       # a registry id
+    ("Qwen/Qwen3-8B", "hermes", None, "qwen3"),               # a registry model's weights repository
+    ("openai/gpt-oss-20b", "harmony", None, "harmony"),
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama3_json", None, None),  # registered, reasons not
+    ("Qwen/Qwen3-32B", "hermes", "The user wants the weather.", "qwen3"),  # unregistered, reasoning expected
+    ("Qwen/Qwen3-32B", "hermes", None, None),                 # unregistered, nothing to split off
+    ("someone/own-model", "json_lines", "thinking", None),    # no reasoning model of its family is registered
+])
+def test_an_outside_fixture_gets_the_reasoning_parser_its_models_server_runs(model, family, reasoning, style):
+    """An outside set names its model Qwen/Qwen3-8B, not qwen3: it got no reasoning parser, so its <think> stayed
+    in content and SGLang and vLLM failed 176 fixtures their authors saw pass."""
+    assert reasoning_style(outside(model, family, reasoning)) == style
+
+
+@pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
+def test_sglang_splits_an_outside_fixtures_reasoning_as_its_server_would(tmp_path: Path) -> None:
+    replay_engine(SGLANG, [outside("Qwen/Qwen3-8B")], tmp_path, ["token"])
+    records = list(read_records(tmp_path))
+    assert [(r.mode, r.verdict.value) for r in records] == [("nonstream", "pass"), ("stream:token", "pass")]
+    assert records[0].replay.reasoning_parser == "qwen3"

@@ -10,10 +10,10 @@ from collections import deque
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import EngineSpec, load_engines, load_models
+from toolmatrix.registry import EngineSpec, ModelSpec, load_engines, load_models
 from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
 from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
@@ -30,16 +30,39 @@ class Unsupported(Exception):
 
 
 @functools.cache
-def _models() -> dict:
-    return load_models()  # read and schema-checked once: per fixture it was a fifth of a replay's time
+def _models() -> dict[str, ModelSpec]:
+    """The registry by every name a fixture may give its model: registry id, or any weights repository, as the
+    world names a model (``Qwen/Qwen3-8B``). Read and schema-checked once: per fixture it was a fifth of a replay's
+    time."""
+    registry = load_models()
+    names = {weights["repo"]: model for model in registry.values() for weights in model.weights.values()
+             if isinstance(weights, Mapping) and "repo" in weights}
+    return {**names, **registry}
+
+
+@functools.cache
+def _family_styles() -> dict[str, frozenset[str]]:
+    styles: dict[str, set[str]] = {}
+    for model in load_models().values():
+        if model.reasoning:
+            styles.setdefault(model.family, set()).add(model.reasoning)
+    return {family: frozenset(found) for family, found in styles.items()}
 
 
 def reasoning_style(fixture: Fixture) -> str | None:
-    """The fixture's own style, else its registered model's (engines/models.yaml), the live tier's source."""
+    """The reasoning parser a server configured for the fixture's model runs, as the live tier picks it: the
+    fixture's own style; else its registered model's (engines/models.yaml, by id or weights repository); else, for
+    a fixture whose expected answer holds reasoning (a reasoning model wrote it), the one style the registry's
+    reasoning models of its family share. None: no reasoning parser, as a server of a model that does not reason.
+    An outside fixture names no style, and without this got no reasoning parser: its reasoning stayed in content
+    and failed engines that a real server, configured for the model, reads right."""
     if fixture.reasoning_style is not None:
         return fixture.reasoning_style
     model = _models().get(fixture.model)
-    return getattr(model, "reasoning", None) if model is not None else None
+    if model is not None:
+        return model.reasoning
+    shared = _family_styles().get(fixture.family, frozenset())
+    return next(iter(shared)) if fixture.expected.reasoning and len(shared) == 1 else None
 
 
 def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
