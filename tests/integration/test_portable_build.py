@@ -9,6 +9,7 @@ SIGILL when loaded) stopping the start with the signal and what to do.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import shutil
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.launchers import LaunchError, ProcessLauncher
-from toolmatrix.launchers.process import binary_override_var, build_record, find_binary, install_binary
+from toolmatrix.launchers.process import binary_override_var, build_record, find_binary, install_binary, venv_dir
 from toolmatrix.registry import load_engines, load_models
 
 ENGINE, MODEL = load_engines()["llamacpp"], load_models()["qwen2.5-coder-0.5b"]
@@ -94,3 +95,14 @@ def test_a_module_this_machine_refuses_stops_the_start_before_any_server(built, 
                               "machine refuses"), message
     assert "toolmatrix install llamacpp" in message
     assert launcher.proc is None and not (tmp_path / "logs").exists(), "no server was started"
+
+
+def test_llama_cpp_python_is_built_for_x86_64_v3_not_for_this_cpu():
+    """Its vendored llama.cpp has no run-time module choice here: built for AVX2 (ymm), never AVX-512 (zmm)."""
+    engine = load_engines()["llama-cpp-python"]
+    found = sorted(venv_dir(engine).glob("lib/python*/site-packages/llama_cpp/lib/libggml-cpu.so"))
+    if not found:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail("llama-cpp-python is not installed (toolmatrix install llama-cpp-python)")
+        pytest.skip("llama-cpp-python is not installed (toolmatrix install llama-cpp-python)")
+    assert objdump_mentions(found[0], "ymm") and not objdump_mentions(found[0], "zmm")
