@@ -25,6 +25,7 @@ import attrs
 import pytest
 
 from toolmatrix import exitcodes
+from toolmatrix.argtypes import base_url
 from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.results import RUN
@@ -161,7 +162,7 @@ def _counts(results: Path | None) -> str:
 def run_pairs(config: pytest.Config, launcher: str) -> int:
     """Run every pair of --engine × --model in turn; returns the worst exit code of those that ran."""
     opt = config.getoption
-    pairs = plan_pairs(opt("--engine"), opt("--model"), opt("--base-url"), launcher)
+    pairs = plan_pairs(opt("--engine"), opt("--model"), base_url(config), launcher)
     if all(pair.refusal for pair in pairs):
         raise pytest.UsageError("no pair can run:\n" + "\n".join(f"{p.name}: {p.refusal}" for p in pairs))
     root = Path(opt(RESULTS)) if opt(RESULTS) else None
@@ -195,7 +196,7 @@ def run_on_cluster(config: pytest.Config, launcher: str) -> int:
     from toolmatrix.shards import PlanError, new_batch, plan_shards
 
     opt = config.getoption
-    if opt("--base-url"):
+    if base_url(config):
         raise pytest.UsageError("--ray fans out pairs whose engines the suite starts; --base-url reaches one server")
     if not opt(RESULTS):
         raise pytest.UsageError("--ray needs --results-dir DIR: the shards' results come back into it")

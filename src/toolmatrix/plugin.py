@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 
-from toolmatrix.argtypes import case_shard, positive_int, positive_seconds, seed, temperature
+from toolmatrix.argtypes import base_url, base_url_shared, case_shard, positive_int, positive_seconds, seed, temperature
 from toolmatrix.bfcl import BfclUnavailable, case_source
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
@@ -57,11 +57,12 @@ RECORD_KEY = "toolmatrix_record"  # a Posted record, as a plain tuple
 state_key = pytest.StashKey["RunState"]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("toolmatrix", "tool-calling compatibility suite")
     group.addoption("--engine", metavar="ENGINE", help="engine spec id (engines/ENGINE.yaml), e.g. llamacpp; a,b: several pairs, in turn")
     group.addoption("--model", metavar="MODEL", help="model id from engines/models.yaml, or the served model name with --base-url; a,b: several pairs")
-    group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
+    if not base_url_shared(pluginmanager):
+        group.addoption("--base-url", metavar="URL", help="test a running OpenAI-compatible server (e.g. http://host:8000/v1)")
     group.addoption("--api", metavar="API[,API]", type=api_list, default=(CHAT,),
                     help=f"the surfaces each case is sent over: {', '.join(SURFACES)} (Chat Completions, the "
                          f"Responses API, the Anthropic Messages API); default chat. Several: a results directory "
@@ -138,11 +139,11 @@ def check_results_dir(directory: str) -> None:
 
 
 def target_requested(config: pytest.Config) -> bool:
-    return bool(config.getoption("--engine") or config.getoption("--base-url"))
+    return bool(config.getoption("--engine") or base_url(config))
 
 
 def launcher_kind(config: pytest.Config) -> str:
-    return config.getoption("--launcher") or default_launcher(config.getoption("--base-url"))
+    return config.getoption("--launcher") or default_launcher(base_url(config))
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -174,8 +175,8 @@ class RunState:
         if opt("--api-key-env") and not os.environ.get(opt("--api-key-env")):
             raise pytest.UsageError(f"--api-key-env {opt('--api-key-env')}: that environment variable is not set "
                                     f"(or empty); nothing was started")
-        if opt("--base-url"):
-            check_base_url(opt("--base-url"))
+        if base_url(config):
+            check_base_url(base_url(config))
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
         try:  # a worker reads the bfcl: files its controller has just converted
             paths += [case_source(p, convert=is_controller(config)) for p in opt("--cases")]
@@ -194,7 +195,7 @@ class RunState:
             self.case_shard: CaseShard | None = opt("--case-shard")
             if self.case_shard:
                 self.cases = {i: c for i, c in self.cases.items() if self.case_shard.holds(i)}
-            self.engine, self.model = self._pair(opt("--engine"), opt("--model"), opt("--base-url"))
+            self.engine, self.model = self._pair(opt("--engine"), opt("--model"), base_url(config))
         except SpecErrors as exc:
             raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
         self.case_files = [str(p) for p in case_files(paths)]
@@ -263,9 +264,9 @@ class RunState:
         opt = self.config.getoption
         kind = launcher_kind(self.config)
         if kind == "external":
-            if not opt("--base-url"):
+            if not base_url(self.config):
                 raise pytest.UsageError("--launcher=external needs --base-url")
-            return ExternalLauncher(opt("--base-url"), self.model.served_name, self.engine_id)
+            return ExternalLauncher(base_url(self.config), self.model.served_name, self.engine_id)
         if self.engine is None:
             raise pytest.UsageError(f"--launcher={kind} needs --engine")
         refusal = self.engine.refusal(self.model, kind)  # before anything is installed, pulled or started
