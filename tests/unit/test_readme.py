@@ -36,3 +36,19 @@ def test_ci_runs_it_in_a_new_virtual_environment():
     assert made < entered < command
     assert not any(re.match(r"\s*(python3 -m )?pip3? install", line) for line in lines[:entered]), \
         "nothing is installed into the machine's own Python"
+
+
+def test_ci_runs_it_as_a_new_user_then_with_every_optional_environment():
+    """Once before anything optional is installed (a test that needs an optional engine or replay environment and
+    does not skip without it fails there), in a cache of its own; once after, where a missing one fails."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    command = fenced_blocks((ROOT / "README.md").read_text())[1]
+    first, second = [n for n, line in enumerate(lines) if line == command]
+    optional = [n for n, line in enumerate(lines)
+                if re.match(r"(for engine in .*; do )?toolmatrix (replay-)?install (?!llamacpp$)", line)
+                or "start-dockerd" in line or "bfcl-eval" in line]
+    assert optional and first < min(optional) and max(optional) < second
+    required = lines.index("export TOOLMATRIX_REQUIRE_ENGINES=1")
+    assert first < required < second
+    fresh = lines.index('rm -rf "$TOOLMATRIX_CACHE"')
+    assert lines.index('export TOOLMATRIX_CACHE="$PWD/.ci-cache"') < fresh < first
