@@ -43,12 +43,12 @@ def test_ci_runs_it_as_a_new_user_then_with_every_optional_environment():
     does not skip without it fails there), in a cache of its own; once after, where a missing one fails."""
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     command = fenced_blocks((ROOT / "README.md").read_text())[1]
-    first, second = [n for n, line in enumerate(lines) if line == command]
+    first = lines.index(f'TOOLMATRIX_CACHE="$PWD/.ci-cache" bash -c "{command}"')
+    second = lines.index(command)
     optional = [n for n, line in enumerate(lines)
                 if re.match(r"(for engine in .*; do )?toolmatrix (replay-)?install (?!llamacpp$)", line)
                 or "start-dockerd" in line or "bfcl-eval" in line]
     assert optional and first < min(optional) and max(optional) < second
-    required = lines.index("export TOOLMATRIX_REQUIRE_ENGINES=1")
-    assert first < required < second
-    fresh = lines.index('rm -rf "$TOOLMATRIX_CACHE"')
-    assert lines.index('export TOOLMATRIX_CACHE="$PWD/.ci-cache"') < fresh < first
+    assert first < lines.index("export TOOLMATRIX_REQUIRE_ENGINES=1") < second
+    assert lines[first - 1] == ('rm -rf .ci-cache && mkdir .ci-cache && cp -a "${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}/bin" '
+                                '.ci-cache/')
