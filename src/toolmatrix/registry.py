@@ -138,6 +138,14 @@ class VenvSpec:
 
 
 @attrs.frozen
+class CheckSpec:
+    """``process.check``: a program beside the binary that proves this machine can run it."""
+
+    program: str
+    refused: str  # what to do when it refuses the machine
+
+
+@attrs.frozen
 class ProcessSpec:
     """The process launcher's part of an engine spec (``process:``): a local binary and its arguments."""
 
@@ -146,13 +154,13 @@ class ProcessSpec:
     install: str | None = None  # script under toolmatrix/data that builds the binary when it is missing
     venv: VenvSpec | None = None  # or: a Python engine installed into its own environment
     env: Mapping[str, str] = attrs.field(factory=dict)
-    check: str | None = None  # a program beside the binary that proves this machine runs it, before every start
+    check: CheckSpec | None = None  # proves this machine runs the binary, before every start
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProcessSpec:
         return cls(data["binary"], tuple(data["args"]), data.get("install"),
                    VenvSpec.from_dict(data["venv"]) if "venv" in data else None, dict(data.get("env", {})),
-                   data.get("check"))
+                   CheckSpec(**data["check"]) if "check" in data else None)
 
 
 @attrs.frozen

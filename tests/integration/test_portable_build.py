@@ -91,9 +91,9 @@ def test_a_module_this_machine_refuses_stops_the_start_before_any_server(built, 
         launcher.start()
     message = str(caught.value)
     assert message.startswith("llamacpp: llama-server cannot run on this machine: toolmatrix-cpu-check with its CPU "
-                              "module: killed by SIGILL: illegal instruction: the engine runs CPU instructions this "
-                              "machine refuses"), message
-    assert "toolmatrix install llamacpp" in message
+                              "module: killed by SIGILL: this machine refuses an instruction set of the CPU module "
+                              "ggml chose here"), message
+    assert "TOOLMATRIX_LLAMA_CPU_VARIANTS='haswell alderlake' toolmatrix install llamacpp" in message
     assert launcher.proc is None and not (tmp_path / "logs").exists(), "no server was started"
 
 

@@ -23,14 +23,15 @@ def test_a_model_may_be_given_by_its_source():
     assert pair.refusal is None and pair.results_dir(Path("r")) == Path("r/gguf_models_mine.gguf@llamacpp")
 
 
-@pytest.mark.parametrize(("engines", "models", "base_url", "message"), [
+# "url", not "base_url": pytest-base-url (installed beside the tests) owns a session fixture of that name.
+@pytest.mark.parametrize(("engines", "models", "url", "message"), [
     ("llamacpp,nope", "gemma3-270m", None, "--engine 'nope': unknown engine"),
     ("llamacpp", "gemma3-270m,nope", None, "--model 'nope': unknown model"),
     ("llamacpp,vllm", "a,b", "http://gpu:8000/v1", "--base-url reaches one server"),
 ])
-def test_unknown_ids_and_several_engines_at_one_url_are_usage_errors(engines, models, base_url, message):
+def test_unknown_ids_and_several_engines_at_one_url_are_usage_errors(engines, models, url, message):
     with pytest.raises(pytest.UsageError, match=message):
-        plan_pairs(engines, models, base_url, "external" if base_url else "process")
+        plan_pairs(engines, models, url, "external" if url else "process")
 
 
 def test_one_url_serves_several_model_names():

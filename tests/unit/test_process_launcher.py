@@ -111,7 +111,9 @@ def test_the_machine_check_refuses_a_start_on_a_machine_that_cannot_run_the_buil
         launcher.start()
     message = str(caught.value)
     assert message.startswith("llamacpp: llama-server cannot run on this machine: toolmatrix-cpu-check with "
-                              "libggml-cpu-zen4.so: killed by SIGILL: illegal instruction"), message
+                              "libggml-cpu-zen4.so: killed by SIGILL: this machine refuses an instruction set of the "
+                              "CPU module ggml chose here"), message
+    assert "TOOLMATRIX_LLAMA_CPU_VARIANTS='haswell alderlake' toolmatrix install llamacpp" in message
     assert launcher.proc is None and not (tmp_path / "logs").exists(), "no server was started"
 
 

@@ -20,12 +20,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolmatrix.exitcodes import death_message
+from toolmatrix.exitcodes import describe_exit
 from toolmatrix.launchers import cores
 from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file
 from toolmatrix.launchers.readiness import Watched, become_ready, probe_version
 from toolmatrix.placeholders import names_in, render, render_args
-from toolmatrix.registry import EngineSpec, ModelSpec, WeightsSource, cache_dir
+from toolmatrix.registry import CheckSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
 from toolmatrix.weights import WeightsError, chat_template_info, gguf_path, local_weights, sha256_of
 
 _PR_SET_PDEATHSIG = 1
@@ -70,7 +70,7 @@ def find_binary(engine: EngineSpec) -> Path | None:
     # One toolmatrix builds is complete with the record of what it was built from and its machine check (an older
     # build, made for the CPU that built it, lacks them: it is rebuilt).
     built = not engine.process.install or build_record(cached).is_file()
-    checked = not engine.process.check or cached.with_name(engine.process.check).is_file()
+    checked = not engine.process.check or cached.with_name(engine.process.check.program).is_file()
     if cached.is_file() and built and checked:
         return cached
     found = shutil.which(name)
@@ -125,18 +125,18 @@ def install_binary(engine: EngineSpec) -> Path:
 CHECK_TIMEOUT_S = 120
 
 
-def machine_check(binary: Path, check: str, engine_id: str) -> dict[str, Any] | None:
+def machine_check(binary: Path, check: CheckSpec, engine_id: str) -> dict[str, Any] | None:
     """Run the engine spec's check program beside ``binary`` (``process.check``) on this machine; what it printed
     (one JSON object per line, merged) is the run's ``cpu`` provenance. A check that fails, or dies by a signal,
     refuses the start with why. None where no check is beside the binary (one found on PATH or named by the
     user)."""
-    program = binary.with_name(check)
+    program = binary.with_name(check.program)
     if not program.is_file():
         return None
     try:
         result = subprocess.run([str(program)], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise LaunchError(f"{engine_id}: {check} did not finish in {CHECK_TIMEOUT_S} s") from None
+        raise LaunchError(f"{engine_id}: {check.program} did not finish in {CHECK_TIMEOUT_S} s") from None
     found: dict[str, Any] = {}
     for line in result.stdout.splitlines():
         try:
@@ -147,9 +147,10 @@ def machine_check(binary: Path, check: str, engine_id: str) -> dict[str, Any] | 
         found["module"] = Path(found["module"]).name  # run.json names no path of this machine
     if result.returncode != 0:
         tail = "\n".join(result.stderr.splitlines()[-10:])
-        raise LaunchError(f"{engine_id}: {binary.name} cannot run on this machine: {check} with "
-                          f"{found.get('module') or 'its CPU module'}: {found.get('error') or ''}"
-                          f"{death_message(result.returncode, engine_id)}\n--- its stderr ---\n{tail}")
+        raise LaunchError(f"{engine_id}: {binary.name} cannot run on this machine: {check.program} with "
+                          f"{found.get('module') or 'its CPU module'}: "
+                          f"{found.get('error') or describe_exit(result.returncode)}: {check.refused}"
+                          f"\n--- its stderr ---\n{tail}")
     return found
 
 
