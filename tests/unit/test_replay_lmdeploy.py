@@ -18,9 +18,12 @@ import subprocess
 import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
-from toolmatrix.registry import load_engines
+from toolmatrix.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
+from toolmatrix.replay.generate import generate
+from toolmatrix.replay.session import replay_engine
+from toolmatrix.results import read_records
 
 LMDEPLOY = adapter_for(load_engines()["lmdeploy"])
 
@@ -108,3 +111,19 @@ def test_the_worker_refuses_what_the_server_would_not_start_with() -> None:
     # set_parsers' own ValueError text (its "reasoning parser" for a tool parser too), with 0.12.2's registry.
     assert unknown.startswith("The reasoning parser hermes is not in the parser list: dict_keys([")
     assert "'qwen3coder'" in unknown
+
+
+@pytest.mark.skipif(LMDEPLOY.ready() is not None, reason=str(LMDEPLOY.ready()))
+@pytest.mark.skipif(tokenizer_path("hermes") is None, reason="toolmatrix replay-install tokenizers")
+@pytest.mark.parametrize("variant", ["text_before", "think"])
+def test_thinking_is_asked_as_the_fixture_shows(variant, tmp_path) -> None:
+    """A Qwen3 answer without reasoning answers a request that turned thinking off (enable_thinking: false, as a
+    client sends it), and LMDeploy's server then skips its reasoning parser (api_server.py:558, 631): the text
+    before the call is content, not reasoning. With reasoning, thinking is on and the parser splits it off."""
+    (fixture,) = [f for f in generate([data_root() / "cases"], ["hermes"])
+                  if f.id == f"hermes.single.get_weather_paris.{variant}"]
+    replay_engine(LMDEPLOY, [fixture], tmp_path, ["token"])
+    records = list(read_records(tmp_path))
+    assert [(r.mode, r.verdict.value) for r in records] == [("nonstream", "pass"), ("stream:token", "pass")], \
+        [(r.mode, r.reason) for r in records]
+    assert records[0].replay.reasoning_parser == "qwen-qwq"  # what engines/lmdeploy.yaml starts Qwen3 with
