@@ -45,6 +45,21 @@ def test_vllm_parses_hermes_with_qwen3_reasoning_and_refuses_llama3_json_without
     assert "<|python_tag|>" in skipped["llama3_json"] and counts["skipped_families"] == 1
 
 
+@pytest.mark.skipif(VLLM.ready() is not None or tokenizer_path("deepseek_v31") is None,
+                    reason=str(VLLM.ready() or "toolmatrix replay-install tokenizers"))
+def test_vllm_is_asked_for_thinking_as_the_fixture_shows(tmp_path: Path) -> None:
+    """vLLM builds its parser with the request's chat_template_kwargs, and its DeepSeek V3 reasoning parser reads
+    reasoning only with thinking on: the replay passed none, so a V3.1 answer's <think> stayed in content, an
+    engine failure no server shows. Asked as the fixture shows, that parser looks <think> up in the vocabulary,
+    which the offline DeepSeek V3 tokenizer lacks (V3.1's own has it): the family is a cell that cannot replay,
+    with that reason, not a column of failures blamed on vLLM."""
+    fixtures = _fixtures("deepseek_v31.single.get_weather_paris.think", "deepseek_v31.single.get_weather_paris.plain")
+    counts = replay_engine(VLLM, fixtures, tmp_path, ["token"])
+    assert list(read_records(tmp_path)) == [] and counts["skipped_families"] == 1
+    skipped = json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]
+    assert "the offline tokenizer lacks what the deepseek_v3 reasoning parser needs" in skipped["deepseek_v31"]
+
+
 TRANSFORMERS = adapter_for(load_engines()["transformers"])
 
 
