@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from pathlib import Path
 
+from toolmatrix.runinfo import toolmatrix_version
 from toolmatrix.specs import SpecErrors
 
 
@@ -37,9 +39,13 @@ def _cmd_install(args: argparse.Namespace) -> int:
     from toolmatrix.launchers.process import find_binary, install_binary
     from toolmatrix.registry import load_engines
 
-    engine = load_engines().get(args.engine)
-    if engine is None or not engine.process:
-        print(f"toolmatrix install: no process launcher for engine {args.engine!r}", file=sys.stderr)
+    engines = {engine_id: spec for engine_id, spec in load_engines().items() if spec.process}
+    engine = engines.get(args.engine)
+    if engine is None:
+        close = difflib.get_close_matches(args.engine, engines, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        print(f"toolmatrix install: no process launcher for engine {args.engine!r}{hint}; engines with one: "
+              f"{', '.join(sorted(engines))}", file=sys.stderr)
         return 2
     try:
         # An install script is idempotent and knows what its build must hold (llama-server's: the replay harness).
@@ -51,16 +57,20 @@ def _cmd_install(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolmatrix", description="Tool-calling compatibility matrix.")
+    parser = argparse.ArgumentParser(
+        prog="toolmatrix", description="Tool-calling compatibility matrix. The suite itself runs under pytest "
+        "(pytest -n 2 --engine=llamacpp --model=qwen2.5-coder-0.5b --results-dir results/local); these commands "
+        "install engines, check cases and results, build the matrix page, gate, plan and replay.")
+    parser.add_argument("--version", action="version", version=f"toolmatrix {toolmatrix_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     validate = sub.add_parser("validate", help="validate case files (default: the built-in library)")
-    validate.add_argument("paths", nargs="*", default=[])
+    validate.add_argument("paths", nargs="*", default=[], help="case files or folders (default: the built-in library)")
     validate.set_defaults(func=_cmd_validate)
     check = sub.add_parser("check-results", help="validate results directories against their JSON Schemas")
-    check.add_argument("dirs", nargs="+")
+    check.add_argument("dirs", nargs="+", help="results directories (each holding results.jsonl and run.json)")
     check.set_defaults(func=_cmd_check_results)
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
-    install.add_argument("engine")
+    install.add_argument("engine", help="an engine spec with a process launcher, e.g. llamacpp, vllm, transformers")
     install.set_defaults(func=_cmd_install)
     from toolmatrix import casetable
     casetable.register(sub)

@@ -1,0 +1,30 @@
+"""The ``toolmatrix`` command's front door: its version, where the suite is, and a misspelled engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolmatrix.cli import build_parser, main
+from toolmatrix.runinfo import toolmatrix_version
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"toolmatrix {toolmatrix_version()}"
+
+
+def test_help_says_the_suite_runs_under_pytest_and_every_positional_is_explained():
+    parser = build_parser()
+    assert "runs under pytest (pytest -n 2 --engine=llamacpp" in parser.description
+    subcommands = next(a for a in parser._actions if a.dest == "command").choices
+    for name in ("validate", "check-results", "install"):
+        positionals = [a for a in subcommands[name]._actions if not a.option_strings]
+        assert positionals and all(a.help for a in positionals), name
+
+
+def test_a_misspelled_engine_gets_a_suggestion_and_the_list(capsys):
+    assert main(["install", "llamcpp"]) == 2
+    err = capsys.readouterr().err
+    assert "no process launcher for engine 'llamcpp' (did you mean llamacpp?)" in err
+    assert "engines with one: llama-cpp-python, llamacpp, mlxlm, transformers, vllm" in err
