@@ -81,3 +81,21 @@ def read_until(proc: subprocess.Popen, text: str, timeout_s: float) -> None:
     for line in proc.stdout:
         if text in line or time.monotonic() > deadline:
             return
+
+
+def assert_start_refused_by_sigill(launcher: Any, module: str, logs: Path) -> None:
+    """``launcher.start()`` is refused by llama.cpp's machine check, dead by SIGILL in ``module``, with what to do,
+    and no server was started (nor its log folder made)."""
+    from toolmatrix.launchers import LaunchError
+
+    try:
+        launcher.start()
+    except LaunchError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("the start was not refused")
+    assert message.startswith(f"llamacpp: llama-server cannot run on this machine: toolmatrix-cpu-check with {module}: "
+                              "killed by SIGILL: this machine refuses an instruction set of the CPU module ggml chose "
+                              "here"), message
+    assert "TOOLMATRIX_LLAMA_CPU_VARIANTS='haswell alderlake' toolmatrix install llamacpp" in message
+    assert launcher.proc is None and not logs.exists(), "no server was started"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.launchers import LaunchError, ProcessLauncher
+from tests.helpers_engine import assert_start_refused_by_sigill
+from toolmatrix.launchers import ProcessLauncher
 from toolmatrix.launchers.process import binary_override_var, build_record, find_binary, install_binary, venv_dir
 from toolmatrix.registry import load_engines, load_models
 
@@ -87,14 +88,7 @@ def test_a_module_this_machine_refuses_stops_the_start_before_any_server(built, 
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(cache))
     monkeypatch.delenv(binary_override_var(ENGINE.id), raising=False)
     launcher = ProcessLauncher(ENGINE, MODEL, log_dir=tmp_path / "logs")
-    with pytest.raises(LaunchError) as caught:
-        launcher.start()
-    message = str(caught.value)
-    assert message.startswith("llamacpp: llama-server cannot run on this machine: toolmatrix-cpu-check with its CPU "
-                              "module: killed by SIGILL: this machine refuses an instruction set of the CPU module "
-                              "ggml chose here"), message
-    assert "TOOLMATRIX_LLAMA_CPU_VARIANTS='haswell alderlake' toolmatrix install llamacpp" in message
-    assert launcher.proc is None and not (tmp_path / "logs").exists(), "no server was started"
+    assert_start_refused_by_sigill(launcher, "its CPU module", tmp_path / "logs")
 
 
 def test_llama_cpp_python_is_built_for_x86_64_v3_not_for_this_cpu():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_engine import assert_start_refused_by_sigill
 from toolmatrix.exitcodes import SIGNAL_HINTS
 from toolmatrix.launchers import LaunchError, ProcessLauncher
 from toolmatrix.launchers.process import binary_override_var, build_record, find_binary
@@ -107,14 +108,7 @@ def test_the_machine_check_refuses_a_start_on_a_machine_that_cannot_run_the_buil
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path))
     monkeypatch.delenv(binary_override_var("llamacpp"), raising=False)
     launcher = built(tmp_path, f"{MODULE_LINE}\nkill -s ILL $$")
-    with pytest.raises(LaunchError) as caught:
-        launcher.start()
-    message = str(caught.value)
-    assert message.startswith("llamacpp: llama-server cannot run on this machine: toolmatrix-cpu-check with "
-                              "libggml-cpu-zen4.so: killed by SIGILL: this machine refuses an instruction set of the "
-                              "CPU module ggml chose here"), message
-    assert "TOOLMATRIX_LLAMA_CPU_VARIANTS='haswell alderlake' toolmatrix install llamacpp" in message
-    assert launcher.proc is None and not (tmp_path / "logs").exists(), "no server was started"
+    assert_start_refused_by_sigill(launcher, "libggml-cpu-zen4.so", tmp_path / "logs")
 
 
 def test_the_machine_check_says_what_ran_here_in_run_json(monkeypatch, tmp_path):
