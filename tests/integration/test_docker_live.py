@@ -13,6 +13,7 @@ time window and filtered by the run's label (``toolmatrix.run=<run_id>`` from ru
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,7 +30,8 @@ import pytest
 
 from tests.helpers_engine import interruptible, read_until
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
-from toolmatrix.registry import load_models
+from toolmatrix.launchers.process import find_binary
+from toolmatrix.registry import load_engines, load_models
 from toolmatrix.results import read_records, check_results
 
 pytestmark = pytest.mark.live  # never beside another engine: 2 cores
@@ -65,6 +67,16 @@ def image(client):
     proc = subprocess.run(["bash", str(DATA / "build-llama-image.sh")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return client.images.get(IMAGE)
+
+
+def test_the_image_holds_the_build_in_the_cache_with_its_cpu_modules(image):
+    """An image of another build (an older -march=native one) is replaced, not kept: its label names the binary
+    and every library beside it, the portable build's CPU modules among them."""
+    binary = (find_binary(load_engines()["llamacpp"]) or Path("missing")).resolve()
+    files = [binary, *sorted(binary.parent.glob("lib*.so*"))]
+    assert any(f.name.startswith("libggml-cpu-") for f in files)
+    built = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+    assert image.labels["toolmatrix.llama-server.build"] == built
 
 
 def containers(client, **labels: str) -> list:

@@ -3,7 +3,7 @@
 # a rootfs holding the built llama-server, every library ldd lists for it (with their version symlinks), the
 # dynamic loader, a minimal /etc and /tmp, imported with `docker import`. The GGUF and the chat template are
 # not in the image: the docker launcher mounts them read-only (engines/llamacpp.yaml, variant `local`).
-# Idempotent: an existing image is kept unless --force.
+# Idempotent: an image of the same build (binary and libraries) is kept unless --force; another build's is replaced.
 #   usage: build-llama-image.sh [--force] [LLAMA_SERVER_BINARY]
 #     binary default: $TOOLMATRIX_LLAMACPP_BIN, else ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin/llama-server
 #     (`toolmatrix install llamacpp` builds it there)
@@ -26,15 +26,20 @@ if ! docker info >/dev/null 2>&1; then
   echo "build-llama-image.sh: no docker daemon answers (start one: start-dockerd.sh)" >&2
   exit 1
 fi
-if [ "$force" = 0 ] && docker image inspect "$image" >/dev/null 2>&1; then
-  echo "image $image already exists ($(docker image inspect -f '{{.Id}}' "$image")); --force rebuilds it"
-  exit 0
-fi
 if [ ! -x "$binary" ]; then
   echo "build-llama-image.sh: no llama-server at $binary (build it: toolmatrix install llamacpp)" >&2
   exit 1
 fi
 binary="$(readlink -f "$binary")"
+# What the image holds: the binary and every library beside it (the portable build's CPU modules among them). An
+# image of another build (an older -march=native one, say) is replaced, not kept.
+build_sha="$( (cat "$binary"; find "$(dirname "$binary")" -maxdepth 1 -name 'lib*.so*' -print0 | LC_ALL=C sort -z |
+  xargs -0 -r cat) | sha256sum | cut -d' ' -f1)"
+held="$(docker image inspect -f '{{index .Config.Labels "toolmatrix.llama-server.build"}}' "$image" 2>/dev/null || true)"
+if [ "$force" = 0 ] && [ "$held" = "$build_sha" ]; then
+  echo "image $image already holds this build ($(docker image inspect -f '{{.Id}}' "$image")); --force rebuilds it"
+  exit 0
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -114,6 +119,7 @@ tar -C "$root" --numeric-owner --owner=0 --group=0 -c . | docker import \
   -c 'ENTRYPOINT ["/usr/local/bin/llama-server"]' \
   -c 'EXPOSE 8080' \
   -c "LABEL toolmatrix.llama-server.sha256=$sha" \
+  -c "LABEL toolmatrix.llama-server.build=$build_sha" \
   -c "LABEL toolmatrix.llama-server.version=\"$version\"" \
   -m "toolmatrix: llama-server $sha from $binary" - "$image" >/dev/null
 current="$(docker image inspect -f '{{.Id}}' "$image")"
