@@ -26,6 +26,7 @@ import pytest
 
 from toolmatrix import exitcodes
 from toolmatrix.argtypes import base_url
+from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.results import RUN
@@ -59,8 +60,10 @@ class Pair:
         return root / safe_name(self.name)  # a served name such as Qwen/Qwen3-8B is one folder
 
 
-def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | None, launcher: str) -> list[Pair]:
-    """Every pair of the lists, engine by engine; unknown ids are a usage error, before anything starts."""
+def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | None,
+               launcher: str | None) -> list[Pair]:
+    """Every pair of the lists, engine by engine; unknown ids are a usage error, before anything starts. Without
+    ``launcher`` each engine gets its default (``default_launcher``), as its pair's own run then picks it."""
     engine_ids, model_ids = split_ids(engine_list), split_ids(model_list)
     if not model_ids:
         raise pytest.UsageError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
@@ -82,7 +85,7 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
                                 f"\nknown models: {', '.join(sorted(models))}")
     if base_url or launcher == "external":  # nothing is started: the server serves what it serves
         return [Pair(model, engine) for engine in engine_ids or [None] for model in model_ids]
-    return [Pair(model, engine, engines[engine].refusal(specs[model], launcher))
+    return [Pair(model, engine, engines[engine].refusal(specs[model], launcher or default_launcher(None, engines[engine])))
             for engine in engine_ids for model in model_ids]
 
 
@@ -159,7 +162,7 @@ def _counts(results: Path | None) -> str:
     return "; " + ", ".join(f"{verdict} {number}" for verdict, number in counts.items())
 
 
-def run_pairs(config: pytest.Config, launcher: str) -> int:
+def run_pairs(config: pytest.Config, launcher: str | None) -> int:
     """Run every pair of --engine × --model in turn; returns the worst exit code of those that ran."""
     opt = config.getoption
     pairs = plan_pairs(opt("--engine"), opt("--model"), base_url(config), launcher)
@@ -190,7 +193,7 @@ def run_pairs(config: pytest.Config, launcher: str) -> int:
     return exitcodes.worst(codes)
 
 
-def run_on_cluster(config: pytest.Config, launcher: str) -> int:
+def run_on_cluster(config: pytest.Config, launcher: str | None) -> int:
     """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
     from toolmatrix.executors.ray import ClusterError, run_on_ray
     from toolmatrix.shards import PlanError, new_batch, plan_shards

@@ -177,7 +177,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return USAGE_ERROR
     engine = engines[args.engine]
-    launcher = args.launcher or default_launcher()  # what the same pytest command would start
+    launcher = args.launcher or default_launcher(None, engine)  # what the same pytest command would start
     pair = f"{model.id}@{engine.id}"
     refusal = engine.refusal(model, launcher)
     if refusal:
@@ -228,7 +228,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     try:
         # Jobs applied from one file are one fan-out; a workflow run names its own batch (TOOLMATRIX_BATCH).
         batch = args.batch or (new_batch("kubernetes") if args.emit == "kubernetes" else None)
-        plan = plan_shards(split_ids(args.engine), split_ids(args.model), launcher=args.launcher or default_launcher(),
+        plan = plan_shards(split_ids(args.engine), split_ids(args.model), launcher=args.launcher,
                            case_shards=args.case_shards, repeat=args.repeat, results_root=args.results_root,
                            batch=batch)
         text = EMITTERS[args.emit](plan, args)

@@ -143,7 +143,9 @@ def target_requested(config: pytest.Config) -> bool:
 
 
 def launcher_kind(config: pytest.Config) -> str:
-    return config.getoption("--launcher") or default_launcher(base_url(config))
+    """``--launcher``, else the default for the run's one engine (``default_launcher``)."""
+    engine = load_registry()[0].get(config.getoption("--engine") or "")
+    return config.getoption("--launcher") or default_launcher(base_url(config), engine)
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -160,8 +162,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if config.getoption("--record-lost") and config.getoption("numprocesses", None):
         raise pytest.UsageError("--record-lost writes its records from the one process: run it with -n 0")
     if config.getoption("--ray"):
-        return run_on_cluster(config, launcher_kind(config))
-    return run_pairs(config, launcher_kind(config)) if wants_pairs(config) else None
+        return run_on_cluster(config, config.getoption("--launcher"))
+    return run_pairs(config, config.getoption("--launcher")) if wants_pairs(config) else None
 
 
 class RunState:

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
+from toolmatrix.launchers import default_launcher
 from toolmatrix.registry import EngineSpec, load_registry, resolve_model
 
 SURFACES = ("chat",)  # the API surfaces a case is sent over; Chat Completions is the one built so far
@@ -73,10 +74,11 @@ def shard_id(pair: str, launcher: str, case_shard: str | None, repeat: int, repe
     return text + (f".r{repeat}" if repeats > 1 else "")
 
 
-def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str = "process",
+def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str | None = None,
                 case_shards: int = 1, repeat: int = 1, results_root: str = "results",
                 pytest_args: Sequence[str] = ("-n", "auto"), batch: str | None = None) -> Plan:
-    """Every shard of ``engines`` x ``models``; a pair the engine cannot serve is listed in ``not_run``.
+    """Every shard of ``engines`` x ``models``; a pair the engine cannot serve is listed in ``not_run``. Without
+    ``launcher`` each engine gets its default (``default_launcher``).
 
     Each command names its shard (``--shard``) and, given one, the batch (``--batch``): the matrix makes one cell
     of a pair's shards in one batch. An executor that starts every shard from the same plan once (Ray, a plan
@@ -96,24 +98,25 @@ def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str 
     shards, not_run = [], []
     for engine_id in engines:
         engine = engine_specs[engine_id]
+        kind = launcher or default_launcher(None, engine)
         for model_id in models:
             pair = f"{resolved[model_id].id}@{engine_id}"
-            refusal = engine.refusal(resolved[model_id], launcher)
+            refusal = engine.refusal(resolved[model_id], kind)
             if refusal:
                 not_run.append((pair, refusal))
                 continue
             for slice_ in [None] if case_shards == 1 else [f"{i}/{case_shards}" for i in range(1, case_shards + 1)]:
                 for k in range(1, repeat + 1):
-                    sid = shard_id(pair, launcher, slice_, k, repeat)
+                    sid = shard_id(pair, kind, slice_, k, repeat)
                     results = f"{results_root}/{safe_name(sid)}"
                     command = ["pytest", *pytest_args, f"--engine={engine_id}", f"--model={model_id}",
-                               f"--launcher={launcher}", f"--results-dir={results}", "--no-matrix", f"--shard={sid}"]
+                               f"--launcher={kind}", f"--results-dir={results}", "--no-matrix", f"--shard={sid}"]
                     if batch:
                         command.append(f"--batch={batch}")
                     if slice_:
                         command.append(f"--case-shard={slice_}")
-                    shards.append(Shard(sid, model_id, engine_id, launcher, SURFACES[0], slice_, k,
-                                        gpus_needed(engine, launcher), tuple(command), results))
+                    shards.append(Shard(sid, model_id, engine_id, kind, SURFACES[0], slice_, k,
+                                        gpus_needed(engine, kind), tuple(command), results))
     if not shards:
         raise PlanError("no pair can run: " + "; ".join(f"{pair}: {why}" for pair, why in not_run))
     return Plan(tuple(shards), tuple(not_run))

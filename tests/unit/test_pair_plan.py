@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.exitcodes import ENGINE_DIED, worst
+from toolmatrix.launchers import default_launcher
 from toolmatrix.pairs import Pair, child_args, plan_pairs
+from toolmatrix.registry import load_engines
 
 
 def test_cross_product_engine_by_engine_with_refusals():
@@ -16,6 +18,16 @@ def test_cross_product_engine_by_engine_with_refusals():
                                        "qwen3@llama-cpp-python"]
     assert [p.refusal is None for p in pairs] == [True, False, True, False]
     assert "loads local weights only" in pairs[1].refusal
+
+
+def test_without_a_launcher_each_engine_gets_its_own_default():
+    """SGLang runs only in its container: it is started there, as its own one-pair run would; llama.cpp keeps the
+    process launcher and its refusal of hub weights (no CUDA image pulled on a CPU machine by surprise)."""
+    pairs = plan_pairs("llamacpp,sglang", "qwen3", None, None)
+    assert [(p.name, p.refusal is None) for p in pairs] == [("qwen3@llamacpp", False), ("qwen3@sglang", True)]
+    assert "loads local weights only" in pairs[0].refusal
+    assert default_launcher(None, load_engines()["sglang"]) == "docker"
+    assert default_launcher(None, load_engines()["vllm"]) == "process" and default_launcher("http://h/v1") == "external"
 
 
 def test_a_model_may_be_given_by_its_source():

@@ -308,5 +308,12 @@ def test_plan_without_a_launcher_prints_what_pytest_would_start(capsys, monkeypa
     default = plan(capsys, "--engine", "llamacpp", "--model", "gemma3-270m")
     assert default == plan(capsys, "--engine", "llamacpp", "--model", "gemma3-270m", "--launcher", "process")
     assert default[0] == 0 and "process launcher" in default[1] and "docker run" not in default[1]
-    code, out, err = plan(capsys, "--engine", "sglang", "--model", "qwen3")
-    assert code == 2 and out == "" and "engine 'sglang' has no process launcher" in err
+    # An engine that only runs in its container starts there: the design card's `--engine=sglang --model=qwen3`.
+    code, out, _ = plan(capsys, "--engine", "sglang", "--model", "qwen3")
+    assert code == 0 and "docker launcher" in out and "docker run" in out
+    assert plan(capsys, "--engine", "sglang", "--model", "qwen3") == plan(
+        capsys, "--engine", "sglang", "--model", "qwen3", "--launcher", "docker")
+    # An engine with a process launcher keeps it, and its refusal says what to do.
+    code, out, err = plan(capsys, "--engine", "vllm", "--model", "qwen3")
+    assert code == 2 and out == "" and "the process launcher loads local weights only" in err
+    assert "use the docker launcher" in err

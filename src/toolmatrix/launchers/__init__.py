@@ -11,12 +11,19 @@ from toolmatrix.launchers.base import Endpoint, LaunchError, Launcher
 from toolmatrix.launchers.docker import DockerLauncher
 from toolmatrix.launchers.external import ExternalLauncher
 from toolmatrix.launchers.process import ProcessLauncher
+from toolmatrix.registry import EngineSpec
 
 LAUNCHERS: dict[str, type] = {"docker": DockerLauncher, "process": ProcessLauncher, "external": ExternalLauncher}
 
 
-def default_launcher(base_url: str | None = None) -> str:
-    """The launcher when none is named: pytest and ``toolmatrix plan`` agree on what a command would start."""
-    return "external" if base_url else "process"
+def default_launcher(base_url: str | None = None, engine: EngineSpec | None = None) -> str:
+    """The launcher when none is named: ``external`` for a URL; ``docker`` for an engine that only runs in its
+    container (SGLang, TGI, TensorRT-LLM, ...: ``pytest --engine=sglang --model=qwen3`` starts it); else
+    ``process``. pytest, its several-pair runs, fan-out plans and ``toolmatrix plan`` agree on what a command
+    would start."""
+    if base_url:
+        return "external"
+    return "docker" if engine is not None and engine.process is None and engine.docker is not None else "process"
+
 
 __all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]
