@@ -28,3 +28,12 @@ def test_a_misspelled_engine_gets_a_suggestion_and_the_list(capsys):
     err = capsys.readouterr().err
     assert "no process launcher for engine 'llamcpp' (did you mean llamacpp?)" in err
     assert "engines with one: llama-cpp-python, llamacpp, mlxlm, transformers, vllm" in err
+
+
+def test_replay_install_help_names_every_replay_engine(capsys):
+    from toolmatrix.replay.adapters import ADAPTERS
+
+    with pytest.raises(SystemExit):
+        main(["replay-install", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(engine in out for engine in ADAPTERS) and "tokenizers" in out

@@ -155,8 +155,15 @@ def test_cli_exit_status_and_messages(tmp_path, capsys):
     assert "m1@e1: 100% of 2" in out and f"skipped: {tmp_path / 'empty'}: no results directory" in err
     assert main(["matrix", "build", str(tmp_path / "good"), str(tmp_path / "empty"), "-o", str(tmp_path / "o"),
                  "--strict"]) == 2
+    capsys.readouterr()
+    before = (tmp_path / "o" / "matrix.md").read_text()
+    # Nothing usable: exit 2, and nothing written or claimed written (the page of the last good build stays).
     assert main(["matrix", "build", str(tmp_path / "missing"), "-o", str(tmp_path / "o")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "does not exist" in err and "wrote" not in out
+    assert (tmp_path / "o" / "matrix.md").read_text() == before
+    assert main(["matrix", "build", str(tmp_path / "missing"), "-o", str(tmp_path / "fresh")]) == 2
+    assert not (tmp_path / "fresh").exists()
 
 
 def test_cells_of_pairs_no_longer_shown_are_removed(tmp_path):

@@ -32,7 +32,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print(f"{cell.pair}: {rate} of {cell.total} ({cell.path}{runs}{since})")
     if report.superseded:
         print(f"{len(report.superseded)} older run(s) not shown (newer runs of the same pair win)")
-    print("wrote " + ", ".join(str(p) for p in report.outputs))
+    if report.outputs:
+        print("wrote " + ", ".join(str(p) for p in report.outputs))
     if not report.cells:
         print("toolmatrix matrix build: no usable results directory among the inputs", file=sys.stderr)
         return 2

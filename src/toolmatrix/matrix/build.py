@@ -226,6 +226,8 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
         except ResultsError as exc:
             skipped.append(Skipped(str(path), str(exc)))
     by_pair = _newest_first(infos)
+    if not by_pair:  # nothing to show: an empty page would pass for a result, and an older page stays as it was
+        return BuildReport((), tuple(skipped), (), ())
     out_dir.mkdir(parents=True, exist_ok=True)
     shown = page_paths([*given, *paths], out_dir)
     cells_dir = out_dir / CELLS_DIR

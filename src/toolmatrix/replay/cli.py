@@ -230,8 +230,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     agree.add_argument("--results-dir", required=True, metavar="DIR", help="the replay's results (DIR/ENGINE)")
     agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     agree.set_defaults(func=_cmd_agreement)
+    from .adapters import ADAPTERS
+
     install = sub.add_parser("replay-install", help="set up an engine's parser env, or fetch the tokenizers")
-    install.add_argument("what", nargs="?", help="sglang | ENGINE@VERSION (over its installed env) | tokenizers")
+    install.add_argument("what", nargs="?", help=f"an engine ({', '.join(sorted(ADAPTERS))}: vLLM and transformers "
+                         "replay in their live envs, toolmatrix install ENGINE; llama.cpp in its build) | "
+                         "ENGINE@VERSION (over its installed env) | tokenizers")
     install.add_argument("--model", action="append", metavar="M",
                          help="with tokenizers: also this registered model's own tokenizer, from its weights")
     install.add_argument("--bugs", nargs="?", const="", metavar="FILE",
