@@ -27,6 +27,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_check_results(args: argparse.Namespace) -> int:
     from toolmatrix.results import check_results
 
+    missing = [d for d in args.dirs if not Path(d).is_dir()]
+    if missing:  # a usage error, as everywhere in toolmatrix (exit 2); 1 says the results themselves are wrong
+        print(f"toolmatrix check-results: not a directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
     problems = [p for d in args.dirs for p in check_results(Path(d))]
     for problem in problems:
         print(problem, file=sys.stderr)

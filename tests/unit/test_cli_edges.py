@@ -37,3 +37,10 @@ def test_replay_install_help_names_every_replay_engine(capsys):
         main(["replay-install", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert all(engine in out for engine in ADAPTERS) and "tokenizers" in out
+
+
+def test_check_results_of_a_directory_that_is_not_there_is_a_usage_error(tmp_path, capsys):
+    assert main(["check-results", str(tmp_path / "nope")]) == 2
+    assert f"not a directory: {tmp_path / 'nope'}" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["check-results", str(tmp_path / "empty")]) == 1, "a directory without results is wrong results"
