@@ -16,6 +16,7 @@
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "ggml-cpp.h"
 #include "ggml.h"
 
 #include <cmath>
@@ -63,19 +64,15 @@ double product_error(ggml_backend_t backend, ggml_backend_buffer_type_t buft, gg
     for (float & v : b_f32) v = dist(rng);
 
     ggml_init_params params = {ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
-    ggml_context * weights = ggml_init(params);
-    ggml_context * work = ggml_init(params);
-    ggml_tensor * a = ggml_new_tensor_2d(weights, type, k, rows);
-    ggml_tensor * b = ggml_new_tensor_2d(work, GGML_TYPE_F32, k, cols);
-    ggml_tensor * out = ggml_mul_mat(work, a, b);
-    ggml_backend_buffer_t a_buf = ggml_backend_alloc_ctx_tensors_from_buft(weights, buft);
-    ggml_backend_buffer_set_usage(a_buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    ggml_backend_buffer_t work_buf = ggml_backend_alloc_ctx_tensors(work, backend);
+    ggml_context_ptr weights(ggml_init(params));
+    ggml_context_ptr work(ggml_init(params));
+    ggml_tensor * a = ggml_new_tensor_2d(weights.get(), type, k, rows);
+    ggml_tensor * b = ggml_new_tensor_2d(work.get(), GGML_TYPE_F32, k, cols);
+    ggml_tensor * out = ggml_mul_mat(work.get(), a, b);
+    ggml_backend_buffer_ptr a_buf(ggml_backend_alloc_ctx_tensors_from_buft(weights.get(), buft));
+    ggml_backend_buffer_set_usage(a_buf.get(), GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    ggml_backend_buffer_ptr work_buf(ggml_backend_alloc_ctx_tensors(work.get(), backend));
     if (!ggml_backend_dev_supports_op(ggml_backend_get_device(backend), out)) {
-        ggml_backend_buffer_free(work_buf);
-        ggml_backend_buffer_free(a_buf);
-        ggml_free(work);
-        ggml_free(weights);
         return -1.0;
     }
 
@@ -90,7 +87,7 @@ double product_error(ggml_backend_t backend, ggml_backend_buffer_type_t buft, gg
     ggml_backend_tensor_set(a, a_data.data(), 0, a_data.size());
     ggml_backend_tensor_set(b, b_f32.data(), 0, b_f32.size() * sizeof(float));
 
-    ggml_cgraph * graph = ggml_new_graph(work);
+    ggml_cgraph * graph = ggml_new_graph(work.get());
     ggml_build_forward_expand(graph, out);
     const bool computed = ggml_backend_graph_compute(backend, graph) == GGML_STATUS_SUCCESS;
     std::vector<float> got(rows * cols);
@@ -106,10 +103,6 @@ double product_error(ggml_backend_t backend, ggml_backend_buffer_type_t buft, gg
             worst = std::isfinite(error) ? std::max(worst, error) : INFINITY;
         }
     }
-    ggml_backend_buffer_free(work_buf);
-    ggml_backend_buffer_free(a_buf);
-    ggml_free(work);
-    ggml_free(weights);
     return worst;
 }
 
@@ -131,7 +124,7 @@ int main() {
     std::printf("{\"module\": %s, \"features\": {%s}}\n", json_string(loaded_module()).c_str(), features.c_str());
     std::fflush(stdout);
 
-    ggml_backend_t backend = ggml_backend_dev_init(dev, nullptr);
+    ggml_backend_ptr backend(ggml_backend_dev_init(dev, nullptr));
     // The plain CPU buffer and the extra ones llama-server places CPU weights in first (repacked layouts).
     std::vector<ggml_backend_buffer_type_t> bufts = {ggml_backend_dev_buffer_type(dev)};
     auto extra = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
@@ -147,7 +140,7 @@ int main() {
     for (ggml_backend_buffer_type_t buft : bufts) {
         for (ggml_type type : types) {
             for (int cols : {1, 8}) {  // one token (vector products) and a prompt batch (matrix products)
-                const double error = product_error(backend, buft, type, cols, rng);
+                const double error = product_error(backend.get(), buft, type, cols, rng);
                 if (error == -1.0) {
                     continue;
                 }
@@ -161,7 +154,6 @@ int main() {
             }
         }
     }
-    ggml_backend_free(backend);
     std::printf("{\"ok\": true, \"kernels\": %d, \"max_rel_error\": %.4g}\n", kernels, worst);
     return 0;
 }
