@@ -142,12 +142,6 @@ def target_requested(config: pytest.Config) -> bool:
     return bool(config.getoption("--engine") or base_url(config))
 
 
-def launcher_kind(config: pytest.Config) -> str:
-    """``--launcher``, else the default for the run's one engine (``default_launcher``)."""
-    engine = load_registry()[0].get(config.getoption("--engine") or "")
-    return config.getoption("--launcher") or default_launcher(base_url(config), engine)
-
-
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """--ray: every pair a Ray task on a cluster; comma lists in --engine/--model: each pair in a child pytest,
     one after another (pairs.py)."""
@@ -262,9 +256,14 @@ class RunState:
             raise pytest.UsageError(f"--model {model_id!r}: unknown model; known: {', '.join(sorted(models))}; "
                                     f"or {exc}") from None
 
+    @property
+    def launcher_kind(self) -> str:
+        """``--launcher``, else the default for this run's engine (``default_launcher``)."""
+        return self.config.getoption("--launcher") or default_launcher(base_url(self.config), self.engine)
+
     def make_launcher(self) -> Any:
         opt = self.config.getoption
-        kind = launcher_kind(self.config)
+        kind = self.launcher_kind
         if kind == "external":
             if not base_url(self.config):
                 raise pytest.UsageError("--launcher=external needs --base-url")
@@ -310,7 +309,7 @@ class RunState:
     def run_info(self, api: str, finished: datetime | None, exit_status: ExitStatus,
                  engine_death: EngineDeath | None) -> Run:
         describe = self.launcher.describe() if self.launcher else {
-            "id": self.engine_id, "version": None, "launcher": launcher_kind(self.config), "flags": []}
+            "id": self.engine_id, "version": None, "launcher": self.launcher_kind, "flags": []}
         weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
         return Run.from_dict(self.portable.data({
             "schema_version": SCHEMA_VERSION,

@@ -43,7 +43,7 @@ def _models() -> dict[str, ModelSpec]:
 @functools.cache
 def _family_styles() -> dict[str, frozenset[str]]:
     styles: dict[str, set[str]] = {}
-    for model in load_models().values():
+    for model in _models().values():  # a model under each of its names: the sets keep one of each
         if model.reasoning:
             styles.setdefault(model.family, set()).add(model.reasoning)
     return {family: frozenset(found) for family, found in styles.items()}
