@@ -124,3 +124,18 @@ def test_the_machine_check_says_what_ran_here_in_run_json(monkeypatch, tmp_path)
     finally:
         launcher.stop()
     assert cpu == {"module": "libggml-cpu-zen4.so", "features": {"AVX512": "1"}, "ok": True, "kernels": 20}
+
+
+def test_a_check_that_never_finishes_or_prints_noise_ends_in_one_clear_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path))
+    monkeypatch.delenv(binary_override_var("llamacpp"), raising=False)
+    monkeypatch.setattr("toolmatrix.launchers.process.CHECK_TIMEOUT_S", 1)
+    with pytest.raises(LaunchError, match=r"^llamacpp: toolmatrix-cpu-check did not finish in 1 s$"):
+        built(tmp_path, "exec sleep 30").start()
+    # Lines that are not its JSON (a library's own log line, a half line) are passed over, not a crash.
+    launcher = built(tmp_path, f"echo 'repack: repack tensor with q4_K_8x8'\n{MODULE_LINE}\necho '{{\"ok\": tr'")
+    monkeypatch.setattr(launcher, "served_model", lambda: "qwen2.5-coder-0.5b")
+    monkeypatch.setattr("toolmatrix.launchers.process.become_ready", lambda *args: None)
+    launcher.start()
+    launcher.stop()
+    assert launcher.cpu == {"module": "libggml-cpu-zen4.so", "features": {"AVX512": "1"}}
