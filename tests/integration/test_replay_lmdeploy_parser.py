@@ -21,6 +21,7 @@ from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.protocol import WorkerClient
+from toolmatrix.replay.session import chat_template_kwargs
 
 LMDEPLOY = adapter_for(load_engines()["lmdeploy"])
 CASE = "single.get_weather_paris.plain"
@@ -47,6 +48,7 @@ def replay(client: WorkerClient, family: str, text: str | None = None, chunking:
     return client.request({"op": "parse", "text": text, "tools": list(fixture.tools),
                            "tool_parser": support.tool_parser, "reasoning_parser": None, "family": family,
                            "tokenizer": str(feeder.tokenizer_path(family)),
+                           "chat_template_kwargs": chat_template_kwargs(fixture),
                            "streams": {chunking: feeder.chunk(text, get_family(family), chunking, fixture.id)}})
 
 

@@ -28,6 +28,7 @@ from toolmatrix.replay.adapters.llamacpp import TEMPLATES, LlamaCppAdapter
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.protocol import WorkerClient
+from toolmatrix.replay.session import chat_template_kwargs
 
 ENGINES = load_engines()
 MLXLM = adapter_for(ENGINES["mlxlm"])
@@ -85,6 +86,7 @@ def replay(client: WorkerClient, family: str, text: str) -> dict:
     return client.request({"op": "parse", "text": text, "tools": list(fixture.tools),
                            "tool_parser": MLXLM.supports(family, None).tool_parser, "reasoning_parser": None,
                            "family": family, "tokenizer": str(feeder.tokenizer_path(family)),
+                           "chat_template_kwargs": chat_template_kwargs(fixture),
                            "streams": {c: feeder.chunk(text, get_family(family), c, fixture.id)
                                        for c in ("whole", "token")}})
 

@@ -15,7 +15,7 @@ from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.replay.generate import generate
 from toolmatrix.registry import load_engines
-from toolmatrix.replay.session import reasoning_style, replay_engine
+from toolmatrix.replay.session import chat_template_kwargs, reasoning_style, replay_engine
 from toolmatrix.results import read_records
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
@@ -143,6 +143,19 @@ def test_an_outside_fixture_gets_the_reasoning_parser_its_models_server_runs(mod
     """An outside set names its model Qwen/Qwen3-8B, not qwen3: it got no reasoning parser, so its <think> stayed
     in content and SGLang and vLLM failed 176 fixtures their authors saw pass."""
     assert reasoning_style(outside(model, family, reasoning)) == style
+
+
+@pytest.mark.parametrize(("family", "reasoning", "kwargs"), [
+    ("hermes", "The user wants the weather.", {"enable_thinking": True}),   # Qwen3's template
+    ("hermes", None, {"enable_thinking": False}),
+    ("deepseek_v31", "The user wants the weather.", {"thinking": True}),   # V3.1's template reads ``thinking``
+    ("deepseek_v31", None, {"thinking": False}),
+    ("harmony", "The user wants the weather.", {}),                      # gpt-oss has no such switch
+])
+def test_thinking_is_asked_under_the_familys_own_key(family, reasoning, kwargs) -> None:
+    """Every adapter was sent enable_thinking, which DeepSeek V3.1's template never reads: a client of that model
+    sends ``thinking``. The key is family data (families.yaml), the value what the fixture shows."""
+    assert chat_template_kwargs(outside("someone/own-model", family, reasoning)) == kwargs
 
 
 @pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))

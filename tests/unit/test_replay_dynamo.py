@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from toolmatrix.formats import get_family
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
@@ -38,12 +39,13 @@ TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
 
 
 def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str,
-           thinking: bool | None = None, tools: list = TOOLS) -> dict:
+           template_kwargs: dict | None = None, tools: list = TOOLS) -> dict:
     if DYNAMO.ready() or tokenizer_path(family) is None:
         pytest.skip(f"{DYNAMO.ready() or 'no tokenizer'} (toolmatrix replay-install dynamo / tokenizers)")
     req = {"op": "parse", "text": text, "tools": tools, "tool_parser": tool, "reasoning_parser": reasoning,
            "tokenizer": str(tokenizer_path(family)), "family": family,
-           "streams": {"pieces": [[p, None] for p in pieces]}, "thinking": thinking}
+           "streams": {"pieces": [[p, None] for p in pieces]},
+           "chat_template_kwargs": template_kwargs or {}}
     done = subprocess.run([str(DYNAMO.python), str(DYNAMO.worker)], input=json.dumps(req) + "\n", text=True,
                           capture_output=True, env=dict(DYNAMO.env()), timeout=120, check=True)
     return json.loads(done.stdout)
@@ -73,16 +75,18 @@ def test_harmony_parses_with_the_offline_vocabulary() -> None:
 
 def test_the_fixtures_thinking_switch_reaches_the_force_reasoning_parser() -> None:
     """Dynamo's ``deepseek_r1`` parser reads an answer without ``</think>`` as reasoning unless the request turns
-    thinking off; replay asks as the fixture shows, so a DeepSeek-V3.1 call without reasoning is a call."""
+    thinking off; replay asks as the fixture shows, under V3.1's own key, so a DeepSeek-V3.1 call without reasoning
+    is a call."""
+    key = get_family("deepseek_v31").thinking_key
     text = ("<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>get_time"
             "<\uff5ctool\u2581sep\uff5c>{\"timezone\": \"UTC\"}<\uff5ctool\u2581call\u2581end\uff5c>"
             "<\uff5ctool\u2581calls\u2581end\uff5c>")
-    off = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", thinking=False)
+    off = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", {key: False})
     assert [(c["name"], json.loads(c["arguments"])) for c in off["nonstream"]["tool_calls"]] == [
         ("get_time", {"timezone": "UTC"})]
     assert [c["function"]["name"] for d in off["streams"]["pieces"]["deltas"] for c in d.get("tool_calls", [])] == [
         "get_time"]
-    on = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", thinking=True)["nonstream"]
+    on = _parse(text, [text], "deepseek_v3_1", "deepseek_r1", "deepseek_v31", {key: True})["nonstream"]
     assert on["tool_calls"] == [] and "get_time" in on["reasoning"]
 
 

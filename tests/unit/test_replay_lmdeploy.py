@@ -63,7 +63,7 @@ tools = [{"type": "function", "function": {"name": "get_weather", "parameters": 
           "properties": {"city": {"type": "string"}}}}}]
 text = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
 req = {"text": text, "tools": tools, "tool_parser": "qwen3", "reasoning_parser": "qwen-qwq",
-       "tokenizer": sys.argv[2]}
+       "tokenizer": sys.argv[2], "chat_template_kwargs": {"enable_thinking": True}}
 whole = worker["parse"](req)
 deltas = worker["stream"](req, [[c, None] for c in re.findall(r"<[^>]+>|\w+|\s+|.", text)])
 loaded, changed, top_reads = shim_audit(("lmdeploy",),

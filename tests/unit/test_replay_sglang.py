@@ -28,7 +28,8 @@ worker["install_shim"]()
 tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
           "properties": {"city": {"type": "string"}}}}}]
 text = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
-req = {"text": text, "tools": tools, "tool_parser": "qwen25", "reasoning_parser": "qwen3"}
+req = {"text": text, "tools": tools, "tool_parser": "qwen25", "reasoning_parser": "qwen3",
+       "chat_template_kwargs": {"enable_thinking": True}}
 whole = worker["parse"](req)
 deltas = worker["stream"](req, [[c, None] for c in re.findall(r"<[^>]+>|\w+|\s+|.", text)])
 loaded, changed, top_reads = shim_audit(("sglang", "xgrammar"), r"^\s*from sglang import |^\s*import sglang\s*$")

@@ -16,7 +16,8 @@
 // No model means no BOS/EOS token strings for the template (they render empty) and no tokenizer.
 //
 // Protocol: one JSON object per line on stdin, one answer per line on stdout, in order.
-//   -> {"template": PATH, "tools": [...], "thinking": true|false (absent: the server's default), then one of
+//   -> {"template": PATH, "tools": [...], "chat_template_kwargs": {...} (the request's, as a client sends them;
+//       absent or empty: the server's default), then one of
 //       "text": S            <- {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}
 //       "pieces": [S, ...]   <- {"deltas": [DELTA, ...]}  (OpenAI stream deltas, as the server writes them)
 //       "probe": true        <- {"format": CHAT_FORMAT_NAME}  (what the template with these tools gives)
@@ -98,8 +99,8 @@ std::shared_ptr<server_chat_params> chat_settings(server_settings & server, cons
 const common_chat_parser_params & parser_params(server_settings & server, const json & req, bool stream) {
     const std::string path = req.at("template").get<std::string>();
     const json tools = req.value("tools", json::array());
-    const json thinking = req.value("thinking", json());
-    const std::string key = path + '\n' + tools.dump() + '\n' + thinking.dump() + (stream ? "\ns" : "\nn");
+    const json kwargs = req.value("chat_template_kwargs", json::object());
+    const std::string key = path + '\n' + tools.dump() + '\n' + kwargs.dump() + (stream ? "\ns" : "\nn");
     auto found = server.parsers.find(key);
     if (found != server.parsers.end()) {
         return found->second;
@@ -115,9 +116,7 @@ const common_chat_parser_params & parser_params(server_settings & server, const 
     if (!tools.empty()) {
         body["tools"] = tools;
     }
-    if (thinking.is_boolean()) {
-        json kwargs = json::object();
-        kwargs["enable_thinking"] = thinking;
+    if (!kwargs.empty()) {
         body["chat_template_kwargs"] = kwargs;
     }
     std::vector<raw_buffer> files;

@@ -43,6 +43,8 @@ class Family:
     """Strings that start a call in raw text; their prefixes betray a held-back call."""
     parser: str
     """Name of the reference parser in `PARSERS`."""
+    thinking_key: str | None = None
+    """The chat_template_kwargs key its official template turns thinking on or off with; None: no such switch."""
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -109,6 +111,7 @@ def _family(entry: dict[str, Any]) -> Family:
         other_markers=tuple(entry["other_markers"]),
         call_openers=tuple(entry["call_openers"]),
         parser=entry["parser"],
+        thinking_key=entry.get("thinking_key"),
     )
 
 

@@ -93,6 +93,15 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def chat_template_kwargs(fixture: Fixture) -> dict[str, bool]:
+    """The request's ``chat_template_kwargs`` as a client sends them: thinking on when the fixture's answer holds
+    reasoning, off when it does not, under the family's own key (families.yaml ``thinking_key``: DeepSeek V3.1's
+    template reads ``thinking``, Qwen3's ``enable_thinking``); nothing for a family whose template has no switch.
+    Each worker hands them to its engine, which reads them as its server does."""
+    key = get_family(fixture.family).thinking_key
+    return {} if key is None else {key: fixture.expected.reasoning is not None}
+
+
 def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) -> dict:
     """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
@@ -100,7 +109,7 @@ def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) 
     return {"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
             "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
-            "family": fixture.family, "thinking": fixture.expected.reasoning is not None,
+            "family": fixture.family, "chat_template_kwargs": chat_template_kwargs(fixture),
             "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}}
 
 

@@ -2,7 +2,8 @@
 
 Protocol (JSON lines on stdin/stdout, one answer per request, in order):
   -> {"op": "hello"}                      <- {"engine", "version", "python"}
-  -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer",
+  -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer", "family",
+      "chat_template_kwargs": {KEY: bool} (thinking as the fixture shows, under its family's key; {}: no switch),
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
   <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error", "status"?}}}
      | {"unsupported": REASON}   (the engine refuses this parser at startup, e.g. its tokenizer lacks a token)

@@ -135,16 +135,16 @@ class Frontend:
         raise RuntimeError(f"Dynamo's frontend did not list the stand-in model {name} within {READY_S:.0f} s")
 
     def chat(self, name: str, pieces: list[list[int]], tools: list, stream: bool,
-             thinking: bool | None = None) -> tuple[int, object]:
+             template_kwargs: dict | None = None) -> tuple[int, object]:
         """POST one chat completion; (status, JSON answer) or, streamed, (status, the SSE events' JSON)."""
         self.pieces = pieces
         body = {"model": name, "messages": [{"role": "user", "content": "replay"}], "tools": tools,
                 "tool_choice": "auto", "stream": stream}
-        if thinking is not None:
-            # A fixture without reasoning answers a request that turned thinking off, as a client does (and as the
-            # llama.cpp replay asks). Dynamo 1.3.0 reads the switch for its force-reasoning parsers: deepseek_r1
+        if template_kwargs:
+            # Thinking as the fixture shows, under the family's own key, as a client asks it (the host's
+            # chat_template_kwargs). Dynamo 1.3.0 reads the switch for its force-reasoning parsers: deepseek_r1
             # with no switch reads a whole answer without </think> as reasoning, calls and all (measured).
-            body["chat_template_args"] = {"enable_thinking": thinking}
+            body["chat_template_args"] = template_kwargs
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/chat/completions",
                                          json.dumps(body).encode(), {"Content-Type": "application/json"})
         try:
@@ -198,7 +198,7 @@ def frontend() -> Frontend:
 def _served(req: dict, pieces: list, stream: bool) -> tuple[int, object]:
     tokenizer = tokenizer_of(req)
     name = frontend().model(req.get("tool_parser"), req.get("reasoning_parser"), tokenizer)
-    return frontend().chat(name, token_pieces(pieces, tokenizer), req["tools"], stream, req.get("thinking"))
+    return frontend().chat(name, token_pieces(pieces, tokenizer), req["tools"], stream, req["chat_template_kwargs"])
 
 
 def parse(req: dict) -> dict:

