@@ -13,11 +13,18 @@ from __future__ import annotations
 import json
 import subprocess
 
+import attrs
 import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
-from toolmatrix.registry import load_engines
+from toolmatrix.formats import get_family
+from toolmatrix.registry import data_root, load_engines
+from toolmatrix.replay import session
 from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.fixtures import Fixture
+from toolmatrix.replay.generate import generate
+from toolmatrix.replay.session import replay_engine
+from toolmatrix.results import read_records
 
 SGLANG = adapter_for(load_engines()["sglang"])
 
@@ -56,3 +63,37 @@ def test_the_shim_loads_the_installed_parsers_unmodified_and_parses_as_sglang_do
     assert (call["name"], json.loads(call["arguments"])) == ("get_weather", {"city": "Zürich"})
     streamed = "".join(c["function"].get("arguments", "") for d in probe["deltas"] for c in d.get("tool_calls", []))
     assert json.loads(streamed) == {"city": "Zürich"}
+
+
+def _opened_by_the_prompt(fixture_id: str) -> Fixture:
+    """A thinking fixture as the model writes it when the generation prompt opens ``<think>`` (GLM-4.7's and
+    DeepSeek V3.1's templates with thinking on): its text holds only the closing ``</think>``."""
+    (fixture,) = [f for f in generate([data_root() / "cases"], [fixture_id.split(".")[0]]) if f.id == fixture_id]
+    assert fixture.text.startswith("<think>") and fixture.expected.reasoning
+    return attrs.evolve(fixture, text=fixture.text.removeprefix("<think>"))
+
+
+@pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
+@pytest.mark.parametrize("fixture_id", ["glm47.single.get_weather_paris.think",
+                                        "deepseek_v31.single.get_weather_paris.think"])
+@pytest.mark.parametrize("thinking", [True, False])
+def test_the_thinking_switch_forces_reasoning_as_the_server_derives_it(fixture_id, thinking, tmp_path,
+                                                                       monkeypatch) -> None:
+    """serving_chat's ``_get_reasoning_from_request`` turns the request's switch (the detector's own key: GLM's
+    ``enable_thinking``, DeepSeek V3's ``thinking``) into ``force_reasoning``, so text before ``</think>`` is
+    reasoning. The worker passed none before, so both detectors started outside reasoning, as with the switch
+    off (``thinking=False`` here): the reasoning and ``</think>`` stayed in content, an engine failure no server
+    configured for the model shows."""
+    fixture = _opened_by_the_prompt(fixture_id)
+    if not thinking:
+        key = get_family(fixture.family).thinking_key
+        monkeypatch.setattr(session, "chat_template_kwargs", lambda _fixture: {key: False})
+    # Cut at the markers: a whole answer in one chunk meets SGLang's own one-chunk bug (DeepSeek V3.1's empty
+    # arguments), which is not what this test is about.
+    replay_engine(SGLANG, [fixture], tmp_path, ["special"])
+    records = list(read_records(tmp_path))
+    verdicts = {r.mode: r.verdict.value for r in records}
+    if thinking:
+        assert verdicts == {"nonstream": "pass", "stream:special": "pass"}, [(r.mode, r.reason) for r in records]
+    else:
+        assert verdicts["nonstream"] == "fail" and "</think>" in records[0].reason

@@ -6,6 +6,13 @@ dependencies, so no torch. The import shim: ``sglang/__init__.py`` reaches torch
 bare modules (``__path__`` = their installed folders) skips those two files only. Every parser module is then
 imported unmodified from the installed wheel; tests/unit/test_replay_sglang.py checks that the shim changes no
 parse. Order as in the server: reasoning split first, tool calls parsed from what is left.
+Thinking: the request carries the host's ``chat_template_kwargs`` (thinking as the fixture shows, under the family's
+own key), and the ReasoningParser gets ``force_reasoning`` and ``request`` as serving_chat.py gives them:
+``template_manager.force_reasoning or _get_reasoning_from_request(request)``. That method is the server's own code,
+compiled alone from the installed serving_chat.py (the module imports the whole server: jinja2, fastapi, torch),
+run on a stand-in server that has the reasoning parser's detector and no chat template (replay renders none), so
+the reasoning config is the detector's ``reasoning_default`` mode and each mode reads its own key (GLM's
+``enable_thinking``, DeepSeek V3's ``explicit_thinking``: ``thinking``, true only when sent).
 Unlike the server, ``FunctionCallParser`` gets no ``tokenizer=`` and no ``prefix=`` (the rendered prompt): it hands
 them only to detectors whose signature takes a tokenizer or that are ``ResponseTemplateToolDetector`` subclasses,
 and none of the detectors engines/sglang.yaml maps is either (checked at 0.5.23).
@@ -16,6 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import types
 
 
 def install_shim() -> None:
@@ -32,6 +40,54 @@ def _imports():
     return Tool, Function, FunctionCallParser, ReasoningParser
 
 
+SERVING_CHAT = "srt/entrypoints/openai/serving_chat.py"
+
+
+@functools.cache
+def _server_method(name: str):
+    """``OpenAIServingChat.<name>`` from the installed serving_chat.py, compiled alone (with the module's
+    ``from __future__`` imports) and bound to nothing: its free names come from the reasoning parser module, which
+    defines the detectors it asks, and ``logger``; one it reads from anywhere else is an error naming it."""
+    import ast
+    import builtins
+    import logging
+    import os
+    import symtable
+    from sglang.srt.parser import reasoning_parser
+    path = os.path.join(sys.modules["sglang"].__path__[0], SERVING_CHAT)
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), path)
+    server = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "OpenAIServingChat")
+    method = next(n for n in server.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    future = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    alone = ast.Module(body=[*future, method], type_ignores=[])
+    namespace = {**vars(reasoning_parser), "logger": logging.getLogger("sglang.serving_chat")}
+    function = symtable.symtable(ast.unparse(alone), path, "exec").lookup(name).get_namespace()
+    missing = sorted(n for n in function.get_globals() if n not in namespace and not hasattr(builtins, n))
+    if missing:
+        raise RuntimeError(f"{path}: OpenAIServingChat.{name} reads {', '.join(missing)}, which replay lacks")
+    exec(compile(alone, path, "exec"), namespace)  # noqa: S102 - the installed server's own code
+    return namespace[name]
+
+
+@functools.cache
+def _server(reasoning_parser: str):
+    """What ``_get_reasoning_from_request`` reads of the server: its reasoning parser and detector (built as
+    ``OpenAIServingChat.__init__`` builds it) and a template manager without a chat template."""
+    _, _, _, ReasoningParser = _imports()
+    return types.SimpleNamespace(
+        reasoning_parser=reasoning_parser,
+        _reasoning_detector=ReasoningParser(model_type=reasoning_parser, stream_reasoning=True).detector,
+        template_manager=types.SimpleNamespace(reasoning_config=None, force_reasoning=False))
+
+
+def _request(req: dict):
+    """The chat request as a client sends it: the fixture's tools and its thinking switch."""
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+    return ChatCompletionRequest(model="parser-replay", messages=[{"role": "user", "content": "replay"}],
+                                 tools=_tools(req) or None, chat_template_kwargs=req["chat_template_kwargs"] or None)
+
+
 def _tools(req: dict) -> list:
     Tool, Function, _, _ = _imports()
     return [Tool(type="function", function=Function(**t["function"])) for t in req["tools"]]
@@ -46,10 +102,17 @@ def _reasoning_parser(req: dict, stream: bool):
     """The server's ReasoningParser, with what that version's server passed. An older version laid over the env
     (ENGINE@VERSION) lacks APIs its server did not use either (serving_chat.py at each version): 0.5.19 added
     ``tool_call_parser_active`` and ``FunctionCallParser.parse_stream_end``, 0.5.17 ``ReasoningParser.
-    parse_stream_end``; the server calls each exactly where the parser has it, so a missing one is skipped here."""
+    parse_stream_end``, 0.5.9 the ``request`` argument; the server calls each exactly where the parser has it, so a
+    missing one is skipped here. ``force_reasoning`` comes from that version's own ``_get_reasoning_from_request``
+    (0.5.7 already has it, with its own per-parser rules)."""
     _, _, _, ReasoningParser = _imports()
-    kwargs = {"model_type": req["reasoning_parser"], "stream_reasoning": stream}
-    if "tool_call_parser_active" in inspect.signature(ReasoningParser).parameters:
+    parameters = inspect.signature(ReasoningParser).parameters
+    server, request = _server(req["reasoning_parser"]), _request(req)
+    force = server.template_manager.force_reasoning or _server_method("_get_reasoning_from_request")(server, request)
+    kwargs = {"model_type": req["reasoning_parser"], "stream_reasoning": stream, "force_reasoning": force}
+    if "request" in parameters:
+        kwargs["request"] = request
+    if "tool_call_parser_active" in parameters:
         kwargs["tool_call_parser_active"] = bool(req.get("tool_parser"))
     return ReasoningParser(**kwargs)
 
