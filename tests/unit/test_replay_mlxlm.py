@@ -6,6 +6,8 @@ replay env pins the same mlx-lm and mlx as the live env, so a replay cell speaks
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from toolmatrix.formats import all_families
 from toolmatrix.launchers.process import ProcessLauncher
 from toolmatrix.registry import ModelSpec, load_engines
 from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.feeder import tokenizer_path
 
 SPEC = load_engines()["mlxlm"]
 MLXLM = adapter_for(SPEC)
@@ -75,3 +78,37 @@ def test_the_live_env_can_convert_the_embedded_gguf_as_the_other_engines_do() ->
     served = load_engines()["transformers"].process
     assert served is not None and served.venv is not None
     assert "transformers[serving]==5.23.0" in {pin for step in served.venv.steps for pin in step}
+
+
+PROMPTS = r"""
+import json, runpy, sys
+worker = runpy.run_path(sys.argv[1], run_name="probe")
+generator = worker["_generator_class"]()
+prompts, tokenize = [], generator._tokenize
+def spy(self, tokenizer, request, args):
+    found = tokenize(self, tokenizer, request, args)
+    prompts.append([tokenizer.decode(found[0]), found[3]])
+    return found
+generator._tokenize = spy
+tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+          "properties": {"city": {"type": "string"}}}}}]
+for kwargs in json.loads(sys.argv[3]):
+    worker["parse"]({"text": "Sunny.", "tools": tools, "tool_parser": "json_tools", "tokenizer": sys.argv[2],
+                     "chat_template_kwargs": kwargs})
+print(json.dumps(prompts))
+"""
+
+
+@pytest.mark.skipif(MLXLM.ready() is not None or tokenizer_path("hermes") is None,
+                    reason=str(MLXLM.ready() or "toolmatrix replay-install tokenizers"))
+def test_the_request_asks_thinking_as_a_client_does_and_the_template_renders_it() -> None:
+    """mlx_lm.server renders the chat template with the request's chat_template_kwargs and takes its initial
+    state from the prompt's last think marker: the worker sent none, so every fixture was answered as if the
+    client had left the model's default. Qwen3's template closes an empty think block only when thinking is off."""
+    done = subprocess.run([str(MLXLM.python), "-c", PROMPTS, str(MLXLM.worker), str(tokenizer_path("hermes")),
+                           json.dumps([{"enable_thinking": False}, {"enable_thinking": True}])],
+                          capture_output=True, text=True, env=dict(MLXLM.env()), timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (off, off_state), (on, on_state) = json.loads(done.stdout.strip().splitlines()[-1])
+    assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n") and off_state == "normal"
+    assert on.endswith("<|im_start|>assistant\n") and on_state == "normal"

@@ -13,8 +13,10 @@ HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
   against the families' real templates (tests/integration/test_replay_mlxlm_parser.py); ``TokenizerWrapper`` (:338-389)
   infers the thinking markers from the vocabulary and picks the streaming detokenizer from tokenizer.json;
 - server.py:1239-1352 ``APIHandler.do_POST`` and :1745-1766 ``handle_chat_completions``, on a POST of
-  ``/v1/chat/completions`` with the fixture's tools and one user message, read from and written to an in-memory
-  connection (``BaseHTTPRequestHandler`` parses the request and writes the answer as on a socket);
+  ``/v1/chat/completions`` with the fixture's tools, one user message and the host's ``chat_template_kwargs``
+  (thinking as the fixture shows, under the family's own key, as a client sends them; the server lays them over
+  its ``--chat-template-args`` and renders the template with them, server.py:651-658), read from and written to
+  an in-memory connection (``BaseHTTPRequestHandler`` parses the request and writes the answer as on a socket);
 - server.py:1521-1718 ``handle_completion``: the ``TextStateMachine`` (generate.py:940-1036, built by
   ``make_text_state_machine``, :1047-1088; a call marker inside reasoning opens a tool block too, :1071) splits
   each generated text into normal / reasoning / tool segments and strips the markers; ``ToolCallFormatter``
@@ -145,7 +147,7 @@ def _post(req: dict, pieces: list[list[int]], stream: bool) -> tuple[int, bytes]
     server = _server()
     provider = _provider(os.path.dirname(req["tokenizer"]), req["tool_parser"])
     body = json.dumps({"model": "default_model", "messages": USER, "tools": req["tools"] or None,
-                       "stream": stream}).encode()
+                       "chat_template_kwargs": req["chat_template_kwargs"] or None, "stream": stream}).encode()
     request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: replay\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n" % len(body)) + body
     connection = _Connection(request)

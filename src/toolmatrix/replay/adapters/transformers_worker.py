@@ -12,6 +12,11 @@ No model runs, so two stand-ins, both outside the parser: ``model`` carries only
 processor is ``_TextTokenizer``: ``decode`` returns text unchanged (the fixture text is what decoding the
 generated ids with ``skip_special_tokens=False`` gives) and ``parse_response`` is the tokenizer's own method.
 The prompt is the template's ``start_anchor`` (what the chat template's generation prompt ends with).
+Thinking is not asked here, and cannot be without faking it: ``serve`` hands a request's ``chat_template_kwargs``
+to ``apply_chat_template`` alone (chat_completion.py:133-146), and its parser learns whether the answer starts
+inside reasoning only from that rendered prompt, decoded and passed as ``prefix=`` (utils.py:247-257, 277-288,
+312-315). Replay renders no chat template, so the host's ``chat_template_kwargs`` reach nothing: a fixture whose
+real prompt would open ``<think>`` (Qwen 3.5 with thinking on) is parsed as if the prompt had not.
 """
 
 from __future__ import annotations
