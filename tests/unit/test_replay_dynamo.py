@@ -19,7 +19,7 @@ DYNAMO = adapter_for(load_engines()["dynamo"])
 
 @pytest.mark.parametrize(("family", "style", "tool", "reasoning"), [
     ("hermes", "qwen3", "hermes", "qwen3"),                 # --dyn-tool-call-parser hermes, --dyn-reasoning-parser
-    ("glm45", "glm45", "glm47", "glm45"),                   # no GLM-4.5 tool parser: the spec maps glm47
+    ("glm47", None, "glm47", None),
     ("deepseek_v31", "deepseek_v3", "deepseek_v3_1", "deepseek_r1"),
     ("harmony", "harmony", "harmony", "gpt_oss"),
     ("kimi_k2", None, "kimi_k2", None),
@@ -32,6 +32,14 @@ def test_each_family_gets_the_parser_the_live_spec_starts_the_worker_with(family
 def test_a_family_without_a_parser_is_skipped_with_the_specs_reason() -> None:
     support = DYNAMO.supports("granite", None)
     assert not support and "Dynamo has no --dyn-tool-call-parser for this format (granite)" in support.reason
+
+
+def test_glm45_is_a_cell_without_a_parser_not_glm47s_failures() -> None:
+    """Dynamo has no GLM-4.5 tool parser; the spec sent GLM-4.5 to its GLM-4.7 one, and the format gap counted as
+    184 replay failures. Live and replay read the same spec lines: neither serves it, both say why."""
+    support = DYNAMO.supports("glm45", "glm45")
+    assert not support and "no GLM-4.5 --dyn-tool-call-parser" in support.reason
+    assert "glm45" not in DYNAMO.spec.family_args and "GLM-4.5" in DYNAMO.spec.cannot_serve["glm45"]
 
 
 TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
