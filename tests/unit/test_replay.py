@@ -10,12 +10,12 @@ import pytest
 
 from toolmatrix.formats import get_family
 from toolmatrix.registry import data_root
-from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.replay.generate import generate
 from toolmatrix.registry import load_engines
-from toolmatrix.replay.session import chat_template_kwargs, reasoning_style, replay_engine
+from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
 from toolmatrix.results import read_records
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
@@ -156,6 +156,18 @@ def test_thinking_is_asked_under_the_familys_own_key(family, reasoning, kwargs) 
     """Every adapter was sent enable_thinking, which DeepSeek V3.1's template never reads: a client of that model
     sends ``thinking``. The key is family data (families.yaml), the value what the fixture shows."""
     assert chat_template_kwargs(outside("someone/own-model", family, reasoning)) == kwargs
+
+
+@pytest.mark.parametrize("engine", sorted(ADAPTERS))
+def test_every_adapter_is_asked_thinking_per_fixture_under_the_familys_key(engine: str) -> None:
+    """Every worker request carries the switch as the fixture shows, the same way for every engine: before, SGLang's
+    never did, and the others sent enable_thinking for every family, which DeepSeek V3.1's template never reads."""
+    (adapter,) = adapters([engine])
+    for family, key in (("hermes", "enable_thinking"), ("glm47", "enable_thinking"), ("deepseek_v31", "thinking")):
+        for reasoning in ("The user wants the weather.", None):
+            request = parse_request(adapter, outside("someone/own-model", family, reasoning), ["whole"])
+            assert request["chat_template_kwargs"] == {key: reasoning is not None}, (family, reasoning)
+    assert parse_request(adapter, outside("openai/gpt-oss-20b", "harmony"), ["whole"])["chat_template_kwargs"] == {}
 
 
 @pytest.mark.skipif(SGLANG.ready() is not None, reason=str(SGLANG.ready()))
