@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from toolmatrix.formats import all_families
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
-from toolmatrix.replay.adapters.llamacpp import model_templates
+from toolmatrix.replay.adapters.llamacpp import TEMPLATES, harness_sha256, model_templates
 
 SPEC = load_engines()["llamacpp"]
 
@@ -47,3 +48,16 @@ def test_a_missing_harness_says_how_to_build_it(tmp_path: Path, monkeypatch: pyt
     assert "toolmatrix install llamacpp" in (adapter.ready() or "")
     assert adapter.versions() == ""
     assert "only at the version toolmatrix builds" in (adapter_for(SPEC, "b9000").ready() or "")
+
+
+def test_a_harness_built_from_other_sources_is_not_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness's protocol changes with its source (the request's chat_template_kwargs, once a bare thinking
+    flag): an older build would ignore the switch and replay wrong without an error, so it must be rebuilt first."""
+    monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path))
+    adapter = adapter_for(SPEC)
+    (adapter.bin_dir / TEMPLATES).mkdir(parents=True)
+    adapter.harness.write_text("")
+    adapter.record.write_text(json.dumps({"harness_sha256": harness_sha256()}))
+    assert adapter.ready() is None
+    adapter.record.write_text(json.dumps({"harness_sha256": "0" * 64}))
+    assert "built from other sources" in (adapter.ready() or "")

@@ -6,9 +6,11 @@ chat template the server derives its parser from (engines/llamacpp.yaml ``replay
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
@@ -31,6 +33,14 @@ def model_templates() -> dict[str, Path]:
         if model.chat_template is not None and "llamacpp" not in model.engine_templates:
             found.setdefault(model.family, model.chat_template)
     return found
+
+
+def harness_sha256() -> str:
+    """The hash build-llama-server.sh records for the harness sources it builds (and rebuilds on when it differs)."""
+    data = resources.files("toolmatrix.data")
+    names = [*sorted(p.name for p in data.iterdir() if p.name.startswith("llamacpp-") and p.name.endswith(".cpp")),
+             "llamacpp-chat-parse.cmake"]
+    return hashlib.sha256(b"".join(data.joinpath(name).read_bytes() for name in names)).hexdigest()
 
 
 @attrs.define
@@ -60,6 +70,11 @@ class LlamaCppAdapter(Adapter):
             return f"{self.name}: llama.cpp replays only at the version toolmatrix builds (llama-server.build.json)"
         if not (self.harness.is_file() and self.record.is_file() and (self.bin_dir / TEMPLATES).is_dir()):
             return f"llama.cpp's replay harness is not built ({self.harness}): toolmatrix install llamacpp"
+        # A harness from other sources speaks another protocol (it ignored the request's chat_template_kwargs
+        # before they were sent whole): it would replay without error, and wrong.
+        if json.loads(self.record.read_text()).get("harness_sha256") != harness_sha256():
+            return (f"llama.cpp's replay harness was built from other sources than these ({self.harness}): "
+                    "toolmatrix install llamacpp")
         return None
 
     def versions(self) -> str:
