@@ -150,6 +150,7 @@ def test_an_outside_fixture_gets_the_reasoning_parser_its_models_server_runs(mod
     ("hermes", None, {"enable_thinking": False}),
     ("deepseek_v31", "The user wants the weather.", {"thinking": True}),   # V3.1's template reads ``thinking``
     ("deepseek_v31", None, {"thinking": False}),
+    ("deepseek_v3", None, {"thinking": False}),  # R1's template has no switch, its engines' parsers read this one
     ("harmony", "The user wants the weather.", {}),                      # gpt-oss has no such switch
 ])
 def test_thinking_is_asked_under_the_familys_own_key(family, reasoning, kwargs) -> None:

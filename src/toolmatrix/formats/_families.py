@@ -44,7 +44,7 @@ class Family:
     parser: str
     """Name of the reference parser in `PARSERS`."""
     thinking_key: str | None = None
-    """The chat_template_kwargs key its official template turns thinking on or off with; None: no such switch."""
+    """The chat_template_kwargs key a client turns its thinking on or off with; None: no such switch."""
 
     @property
     def markers(self) -> tuple[str, ...]:
