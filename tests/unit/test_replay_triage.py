@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.cli import main
 from toolmatrix.registry import data_root
 from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
 from toolmatrix.specs import SpecErrors
@@ -41,11 +42,12 @@ clusters:
 """
 
 
-def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail") -> dict:
+def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail",
+            source: str = "generated:plain") -> dict:
     checks = [{"name": n, "outcome": "fail", "blame": None, "detail": ""} for n in failed]
     checks.append({"name": "http_status", "outcome": "pass", "blame": None, "detail": ""})
     return {"case_id": fixture, "mode": mode, "verdict": verdict, "checks": checks,
-            "replay": {"engine": engine, "family": fixture.split(".")[0]}}
+            "replay": {"engine": engine, "family": fixture.split(".")[0], "fixture_source": source}}
 
 
 def _results(root: Path, records: list[dict]) -> Path:
@@ -83,7 +85,7 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
     assert {cid: dict(counts) for cid, counts in classified.counts.items()} == {
         "WHOLE": {"sglang": 2}, "VARIANT": {"vllm": 1}, "PIECES": {"vllm": 1}, "NEVER": {}}
     assert classified.unclassified == [Failing("vllm", "hermes", "hermes.single.b.text_before", "stream:random",
-                                               frozenset({"replay_text"}))]
+                                               frozenset({"replay_text"}), "generated:plain")]
     assert classified.empty == ["NEVER"]
     assert not classified.complete
     lines = report(classified, triage)
@@ -106,6 +108,68 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
             "toolmatrix replay --fixtures /tmp/one.jsonl --results-dir /tmp/repro --engine sglang --chunking whole"
             ) in whole
     assert page.rstrip().endswith("## Notes")
+
+
+PROBES = """\
+clusters:
+  - id: LOOSE
+    class: engine_bug
+    what: loose whitespace between calls defeats the parser
+    repro: {fixture: hermes.single.a.loose, engine: sglang, chunking: token}
+    match: {engine: [sglang]}
+  - id: ROBUST
+    class: robustness
+    what: a layout no template writes
+    repro: {fixture: hermes.single.a.loose, engine: vllm, chunking: token}
+    match: {engine: [vllm]}
+"""
+
+
+def _probe_records(root: Path) -> Path:
+    return _results(root, [
+        _record("sglang", "hermes.single.a.loose", "stream:token", ("expected_calls",), source="probe:loose"),
+        _record("vllm", "hermes.single.a.loose", "stream:token", ("expected_calls",), source="probe:loose"),
+        _record("vllm", "hermes.single.a.plain", "nonstream", ("expected_calls",))])
+
+
+def test_a_probe_failure_blamed_on_the_engine_without_its_claim_is_refused_naming_the_cluster(tmp_path: Path) -> None:
+    triage = _triage(tmp_path, PROBES)
+    classified = classify(triage, failing_records(_probe_records(tmp_path / "results")))
+
+    assert not classified.complete
+    (probe, plain) = classified.wrong
+    assert probe.startswith("cluster LOOSE (engine_bug) holds 1 failing records of robustness probes "
+                            "(e.g. hermes.single.a.loose, source probe:loose)")
+    assert plain == ("cluster ROBUST (robustness) holds a record that is no probe: vllm nonstream "
+                     "hermes.single.a.plain (source generated:plain)")
+    assert report(classified, triage)[-2:] == classified.wrong
+
+
+def test_a_probe_failure_is_an_engine_bug_where_the_engine_claims_the_layout(tmp_path: Path) -> None:
+    claimed = PROBES.replace("    what: loose whitespace between calls defeats the parser\n",
+                             "    what: loose whitespace between calls defeats the parser\n"
+                             "    claimed_by: [test/srt/test_function_call_parser.py]\n")
+    rules = claimed.replace("match: {engine: [vllm]}", "match: {engine: [vllm], source: ['probe:*']}")
+    rules += ("  - id: PLAIN\n    class: engine_bug\n    what: x\n"
+              "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
+    triage = _triage(tmp_path, rules)
+    classified = classify(triage, failing_records(_probe_records(tmp_path / "results")))
+
+    assert classified.wrong == []
+    assert {cid: dict(c) for cid, c in classified.counts.items()} == {
+        "LOOSE": {"sglang": 1}, "ROBUST": {"vllm": 1}, "PLAIN": {"vllm": 1}}
+    page = markdown(triage, classified, "f.jsonl")
+    assert "## Robustness probes" in page
+    (loose,) = [line for line in page.splitlines() if line.startswith("| LOOSE")]
+    assert "| test/srt/test_function_call_parser.py |" in loose
+
+
+def test_the_command_fails_naming_the_cluster_that_blames_an_engine_for_a_probe(tmp_path: Path, capsys) -> None:
+    results = _probe_records(tmp_path / "results")
+    (tmp_path / "triage.yaml").write_text(PROBES, encoding="utf-8")
+
+    assert main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")]) == 1
+    assert "cluster LOOSE (engine_bug) holds 1 failing records of robustness probes" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("change, where", [

@@ -1,11 +1,13 @@
 """Replay triage: every failing replay record in a cluster, every cluster classified.
 
 A failing replay cell is a finding only once it is classified (engine bug, contested format, truncation policy,
-fixture doubt). The classification is a committed YAML file of clusters (``triage.schema.json``), each a rule over
+fixture doubt, robustness). The classification is a committed YAML file of clusters (``triage.schema.json``), each a rule over
 a record's engine, family, fixture id, mode and failing checks, with a one-line repro. A failing record belongs to
 the first cluster whose rule it matches, so a rule may be narrow above and broad below. ``classify`` counts every
 cluster over a replay results directory and names what no rule covers and the rules that cover nothing: the
-file stays true to the records, or its test says where it is not. The prose page (``TRIAGE.md``) is written from
+file stays true to the records, or its test says where it is not. A fixture whose ``source`` starts with ``probe:``
+writes a layout no official chat template writes: its failures are ``robustness``, and sit in another class only
+where the cluster's ``claimed_by`` names the engine's own test or doc that claims the layout. The prose page (``TRIAGE.md``) is written from
 the same file, its counts computed, never typed.
 """
 
@@ -23,8 +25,10 @@ import attrs
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
 CLASSES = {"engine_bug": "Engine bugs", "contested_format": "Contested format",
-           "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts"}
+           "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts",
+           "robustness": "Robustness probes"}
 FAILING = ("fail", "error")
+PROBE = "probe:"  # a fixture source that starts so writes a layout no official template writes
 
 
 @attrs.frozen
@@ -36,6 +40,11 @@ class Failing:
     fixture: str
     mode: str
     failed_checks: frozenset[str]
+    source: str = ""  # the fixture's source (``generated:plain``, ``probe:loose``, a user's file)
+
+    @property
+    def probe(self) -> bool:
+        return self.source.startswith(PROBE)
 
 
 @attrs.frozen
@@ -45,15 +54,17 @@ class Cluster:
     what: str
     repro: dict[str, str]  # fixture, engine, chunking
     match: dict[str, list[str]]
+    claimed_by: tuple[str, ...] = ()  # the engine's own tests or docs that claim a probe's layout
 
     def covers(self, record: Failing) -> bool:
-        """Every key of the rule holds: engine and family by name, fixture and mode by glob, ``failed`` when any
-        of its checks failed."""
+        """Every key of the rule holds: engine and family by name, fixture, mode and source by glob, ``failed``
+        when any of its checks failed."""
         m = self.match
         return ((not m.get("engine") or record.engine in m["engine"])
                 and (not m.get("family") or record.family in m["family"])
                 and (not m.get("fixture") or any(fnmatch.fnmatchcase(record.fixture, p) for p in m["fixture"]))
                 and (not m.get("mode") or any(fnmatch.fnmatchcase(record.mode, p) for p in m["mode"]))
+                and (not m.get("source") or any(fnmatch.fnmatchcase(record.source, p) for p in m["source"]))
                 and (not m.get("failed") or bool(record.failed_checks & set(m["failed"]))))
 
     def repro_command(self, fixtures: str) -> str:
@@ -92,7 +103,8 @@ def load_triage(path: Path) -> Triage:
     if errors:
         raise SpecErrors(errors)
     data = doc.data
-    clusters = tuple(Cluster(c["id"], c["class"], c["what"], dict(c["repro"]), dict(c.get("match") or {}))
+    clusters = tuple(Cluster(c["id"], c["class"], c["what"], dict(c["repro"]), dict(c.get("match") or {}),
+                             tuple(c.get("claimed_by", ())))
                      for c in data["clusters"])
     return Triage(path, data.get("intro", ""), data.get("notes", ""), clusters)
 
@@ -109,7 +121,8 @@ def failing_records(results_dir: Path) -> Iterator[Failing]:
                 if replay is None or record["verdict"] not in FAILING:
                     continue
                 failed = frozenset(c["name"] for c in record["checks"] if c["outcome"] == "fail")
-                yield Failing(replay["engine"], replay["family"], record["case_id"], record["mode"], failed)
+                yield Failing(replay["engine"], replay["family"], record["case_id"], record["mode"], failed,
+                              replay.get("fixture_source", ""))
 
 
 @attrs.frozen
@@ -117,14 +130,16 @@ class Classified:
     counts: dict[str, Counter]  # cluster id -> records per engine
     unclassified: list[Failing]
     empty: list[str]  # clusters that cover no record
+    wrong: list[str]  # clusters at odds with their own records, each line naming the cluster
 
     @property
     def complete(self) -> bool:
-        return not self.unclassified and not self.empty
+        return not self.unclassified and not self.empty and not self.wrong
 
 
 def classify(triage: Triage, records: Iterable[Failing]) -> Classified:
     counts: dict[str, Counter] = {c.id: Counter() for c in triage.clusters}
+    held: dict[str, list[Failing]] = {c.id: [] for c in triage.clusters}
     unclassified = []
     for record in records:
         cluster = next((c for c in triage.clusters if c.covers(record)), None)
@@ -132,7 +147,26 @@ def classify(triage: Triage, records: Iterable[Failing]) -> Classified:
             unclassified.append(record)
         else:
             counts[cluster.id][record.engine] += 1
-    return Classified(counts, unclassified, [c.id for c in triage.clusters if not counts[c.id]])
+            held[cluster.id].append(record)
+    wrong = [line for c in triage.clusters for line in _at_odds(c, held[c.id])]
+    return Classified(counts, unclassified, [c.id for c in triage.clusters if not counts[c.id]], wrong)
+
+
+def _at_odds(cluster: Cluster, records: list[Failing]) -> list[str]:
+    """What a cluster says that its records deny: a probe's failure blamed on the engine (any class but
+    ``robustness``) with no ``claimed_by`` that shows the engine claims the layout, or a ``robustness`` cluster that
+    holds a record of a layout an official template writes, which would hide a real finding."""
+    probes = [r for r in records if r.probe]
+    lines = []
+    if probes and cluster.kind != "robustness" and not cluster.claimed_by:
+        lines.append(f"cluster {cluster.id} ({cluster.kind}) holds {len(probes)} failing records of robustness "
+                     f"probes (e.g. {probes[0].fixture}, source {probes[0].source}): class it robustness, or name "
+                     "in claimed_by the engine's own test or doc that claims the layout")
+    plain = next((r for r in records if not r.probe), None)
+    if cluster.kind == "robustness" and plain is not None:
+        lines.append(f"cluster {cluster.id} (robustness) holds a record that is no probe: {plain.engine} "
+                     f"{plain.mode} {plain.fixture} (source {plain.source or 'unknown'})")
+    return lines
 
 
 def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
@@ -144,14 +178,18 @@ def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
              f"Failing records classified: {total - len(classified.unclassified)} of {total} "
              f"(`toolmatrix replay-triage` counts them from the records and `{triage.path.name}`).", ""]
     for kind, title in CLASSES.items():
+        clusters = [c for c in triage.clusters if c.kind == kind]
+        claimed = any(c.claimed_by for c in clusters)  # the column only where a cluster of the class has one
         rows = []
-        for cluster in (c for c in triage.clusters if c.kind == kind):
+        for cluster in clusters:
             engines = classified.counts[cluster.id]
             rows.append([cluster.id, ", ".join(f"{e} {n}" for e, n in sorted(engines.items())),
-                         sum(engines.values()), _cell(cluster.what), _cell(f"`{cluster.repro_command(fixtures)}`")])
+                         sum(engines.values()), _cell(cluster.what)]
+                        + ([_cell(", ".join(cluster.claimed_by))] if claimed else [])
+                        + [_cell(f"`{cluster.repro_command(fixtures)}`")])
         if rows:
-            lines += [f"## {title}", "", tabulate(rows, headers=["#", "records per engine", "records", "what happens",
-                                                                 "repro"], tablefmt="github"), ""]
+            headers = ["#", "records per engine", "records", "what happens"] + (["claimed by"] if claimed else [])
+            lines += [f"## {title}", "", tabulate(rows, headers=headers + ["repro"], tablefmt="github"), ""]
     return "\n".join(lines + [triage.notes.rstrip(), ""])
 
 
@@ -170,6 +208,6 @@ def report(classified: Classified, triage: Triage, limit: int = 20) -> list[str]
                   for r in classified.unclassified[:limit]]
     if classified.empty:
         lines.append(f"clusters that cover no record: {', '.join(classified.empty)}")
-    return lines
+    return lines + classified.wrong
 
 
