@@ -72,7 +72,7 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
         _record("sglang", "hermes.variant.truncated", "stream", ("replay_stream_equal",)),
         _record("sglang", "hermes.single.a.plain", "stream", ("arguments_json",)),
         _record("vllm", "hermes.variant.truncated", "nonstream", ("no_marker_leak",), verdict="error"),
-        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls", "replay_stream_equal")),
+        _record("vllm", "hermes.single.a.plain", "stream:random", ("expected_calls", "replay_stream_equal")),
         # streamed in pieces but only the text differs: PIECES asks for a call check, so no rule covers it
         _record("vllm", "hermes.single.b.text_before", "stream:random", ("replay_text",)),
         # a passing record is never a finding
@@ -87,6 +87,7 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
     assert classified.unclassified == [Failing("vllm", "hermes", "hermes.single.b.text_before", "stream:random",
                                                frozenset({"replay_text"}), "generated:plain")]
     assert classified.empty == ["NEVER"]
+    assert classified.wrong == []  # each repro is a record of its own cluster; NEVER's is named as empty
     assert not classified.complete
     lines = report(classified, triage)
     assert "1 failing records in no cluster, e.g.:" in lines
@@ -170,6 +171,31 @@ def test_the_command_fails_naming_the_cluster_that_blames_an_engine_for_a_probe(
 
     assert main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")]) == 1
     assert "cluster LOOSE (engine_bug) holds 1 failing records of robustness probes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("repro, held", [
+    ("{fixture: hermes.single.a.plain, engine: sglang, chunking: token}", True),  # the stream:token record
+    ("{fixture: hermes.single.a.plain, engine: sglang, chunking: random}", True),  # replayed non-streamed too
+    ("{fixture: hermes.single.a.plain, engine: vllm, chunking: token}", False),  # another cluster's record
+    ("{fixture: hermes.single.b.plain, engine: sglang, chunking: token}", False),  # a fixture that passed
+])
+def test_a_repro_must_replay_one_of_its_own_clusters_failing_records(tmp_path: Path, repro: str, held: bool,
+                                                                      capsys) -> None:
+    rules = (f"clusters:\n  - id: SG\n    class: engine_bug\n    what: x\n    repro: {repro}\n"
+             "    match: {engine: [sglang]}\n  - id: VL\n    class: engine_bug\n    what: y\n"
+             "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
+    (tmp_path / "triage.yaml").write_text(rules, encoding="utf-8")
+    results = _results(tmp_path / "results", [
+        _record("sglang", "hermes.single.a.plain", "stream:token", ("expected_calls",)),
+        _record("sglang", "hermes.single.a.plain", "nonstream", ("expected_calls",)),
+        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls",))])
+
+    status = main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")])
+    out = capsys.readouterr().out
+    assert status == (0 if held else 1)
+    assert ("cluster SG: its repro" in out) is not held
+    if not held:
+        assert out.rstrip().endswith("is none of its own failing records: pick one the cluster holds")
 
 
 @pytest.mark.parametrize("change, where", [

@@ -24,6 +24,8 @@ import attrs
 
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
+from .session import mode_of
+
 CLASSES = {"engine_bug": "Engine bugs", "contested_format": "Contested format",
            "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts",
            "robustness": "Robustness probes"}
@@ -148,8 +150,20 @@ def classify(triage: Triage, records: Iterable[Failing]) -> Classified:
         else:
             counts[cluster.id][record.engine] += 1
             held[cluster.id].append(record)
-    wrong = [line for c in triage.clusters for line in _at_odds(c, held[c.id])]
+    wrong = [line for c in triage.clusters for line in _at_odds(c, held[c.id]) + _foreign_repro(c, held[c.id])]
     return Classified(counts, unclassified, [c.id for c in triage.clusters if not counts[c.id]], wrong)
+
+
+def _foreign_repro(cluster: Cluster, records: list[Failing]) -> list[str]:
+    """A repro that replays none of the cluster's own failing records: it would show a maintainer another
+    cluster's failure, or a pass. Its command replays the fixture non-streamed and with its chunking, so either
+    record will do; a cluster with no records is named as empty instead."""
+    r = cluster.repro
+    modes = {"nonstream", mode_of(r["chunking"])}
+    if not records or any(f.fixture == r["fixture"] and f.engine == r["engine"] and f.mode in modes for f in records):
+        return []
+    return [f"cluster {cluster.id}: its repro ({r['fixture']} on {r['engine']}, chunking {r['chunking']}) is none "
+            f"of its own failing records: pick one the cluster holds"]
 
 
 def _at_odds(cluster: Cluster, records: list[Failing]) -> list[str]:
