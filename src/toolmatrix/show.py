@@ -18,24 +18,13 @@ from typing import Any
 
 from toolmatrix.evidence import client_request
 from toolmatrix.exchange import Exchange
-from toolmatrix.results import RUN, Record, ResultsError, Run, read_run_info, repro_command, scan_records
+from toolmatrix.results import Record, ResultsError, Run, read_run_info, repro_command, run_dirs, scan_records
 from toolmatrix.surfaces import MESSAGES, surface
 
 # A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
 GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")
 ANSWER_CAP = 4000  # characters of an answer or raw text shown by --full; the record holds all of it
 BRIEF_CAP = 600  # characters of the model's raw text, or of one said thing, in the brief view
-
-
-def run_dirs(root: Path) -> list[Path]:
-    """``root`` if it is a results directory, else the results directories below it: a snapshot's pairs, and a
-    run over several surfaces (``DIR/API``), one or two levels down."""
-    if (root / RUN).is_file():
-        return [root]
-    found = sorted(p.parent for pattern in (f"*/{RUN}", f"*/*/{RUN}") for p in root.glob(pattern))
-    if not found:
-        raise ResultsError(f"{root}: no {RUN} here or one level down: not a results directory")
-    return found
 
 
 def parse_selector(text: str, mode: str | None) -> tuple[str, str | None]:
