@@ -290,3 +290,22 @@ def test_two_runs_of_one_pair_on_one_side_are_an_input_error(tmp_path, baseline,
     assert gate("--baseline", baseline, "--results", now) == EXIT_INPUT
     assert f"results: {now} holds two runs of m1@e1: {now / 'again'} and {now / 'first'}; name one" in \
            capsys.readouterr().err
+
+
+def test_over_a_folder_a_threshold_gates_the_pairs_that_hold_its_category_and_the_allowlist_is_stale_in_none(
+        tmp_path):
+    base = runs_folder(tmp_path / "base", BASELINE, {"single.a": "pass"}, "base")
+    now = runs_folder(tmp_path / "now", BASELINE, {"single.a": "pass"}, "now")
+    allow = allowlist(tmp_path, """\
+        allow:
+          - {case: single.a, pair: m2@*, reason: only m2's}
+          - {case: nothing.here, reason: stale}
+        """)
+
+    gating = run_gate(base, now, min_pass_rates={"parallel": 0.9}, allowlist=allow)
+
+    # m2 runs no parallel case: the threshold is not its; m1's parallel.d fails in both modes (2 of 4 pass).
+    half = ["parallel: pass rate 50.0% (2/4) < 90%"]
+    assert {r.pair: [str(b) for b in r.breaches] for r in gating.reports} == {
+        "m1@e1": half, "m1@e1 [responses]": half, "m2@e1": []}
+    assert [e.where for e in gating.unused_allow] == [f"{allow}:3"]
