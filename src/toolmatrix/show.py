@@ -24,6 +24,7 @@ from toolmatrix.surfaces import MESSAGES, surface
 # A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
 GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")
 ANSWER_CAP = 4000  # characters of an answer or raw text shown by --full; the record holds all of it
+NO_BASE_URL = "set BASE_URL to your server, e.g. http://127.0.0.1:8080/v1"  # bash's word where it is unset
 BRIEF_CAP = 600  # characters of the model's raw text, or of one said thing, in the brief view
 
 
@@ -52,7 +53,7 @@ def curl_command(run: Run, request: dict) -> str:
     the harness adds for evidence), with the run's key variable, never a key. The URL is ``$BASE_URL``: by default
     the server a ``--base-url`` run reached; a server the run started itself is gone, so there it must be set."""
     base = run.engine.get("base_url") if run.engine.get("launcher") == "external" else None
-    url = f"${{BASE_URL:-{base}}}" if base else "${BASE_URL:?set BASE_URL to your server, e.g. http://127.0.0.1:8080/v1}"
+    url = f"${{BASE_URL:-{base}}}" if base else f"${{BASE_URL:?{NO_BASE_URL}}}"
     key_var = run.option("--api-key-env")
     lines = [f'curl -sS{"N" if request.get("stream") else ""} "{url}{surface(run.api).path}"',
              "-H 'Content-Type: application/json'"]
