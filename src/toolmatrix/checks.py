@@ -642,3 +642,10 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     if broken is not None:
         return Decision(Verdict.ERROR, broken.blame, f"{broken.name}: {broken.detail}")
     return Decision(Verdict.FAIL, first.blame, reason)
+
+
+def declared_reason(reason: str, checks: Iterable[Mapping[str, Any]]) -> str:
+    """An unsupported record's reason as the engine spec declares it: without the failing check's own words,
+    which ``judge`` appends as `` (CHECK: DETAIL)`` and which differ from record to record."""
+    first = next((c for c in checks if c["outcome"] == CheckOutcome.FAIL), None)
+    return reason.removesuffix(f" ({first['name']}: {first['detail']})") if first else reason

@@ -532,6 +532,20 @@ class Line(NamedTuple):
         return _converter.structure(self.data, Record)
 
 
+def run_dirs(root: Path) -> list[Path]:
+    """``root`` if it is a results directory (or the wreck of one, for ``read_run_info`` to name), else every
+    results directory below it (a snapshot's pairs, a run over several surfaces), in a stable order; ResultsError
+    when there is none."""
+    if not root.is_dir():
+        raise ResultsError(f"{root}: {'not a directory' if root.exists() else 'does not exist'}")
+    if any((root / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
+        return [root]
+    found = sorted(p.parent for p in root.rglob(RUN))
+    if not found:
+        raise ResultsError(f"{root}: no results directory in it (no {RUN})")
+    return found
+
+
 def read_run_info(directory: Path) -> RunInfo:
     """``run.json`` of ``directory``, validated; raises ResultsError saying why the directory is unusable."""
     run_file = directory / RUN

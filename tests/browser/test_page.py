@@ -274,3 +274,29 @@ def test_each_surface_is_a_column_of_its_own(browser, with_surfaces):
     assert page.locator("#detail h2").inner_text() == "m1@e1 [responses]"
     assert page.locator("#detail details.case[data-case='single.b']").count() == 2
     page.close()
+
+
+@pytest.fixture(scope="module")
+def unserved(tmp_path_factory) -> Path:
+    """A pair over Chat Completions and over a surface its engine does not serve (every record unsupported)."""
+    root = tmp_path_factory.mktemp("unserved")
+    write_results(root / "chat", suite({"single.a": "pass", "single.b": "fail"}))
+    reason = f"api.messages: e1 has no /v1/messages route {SCRIPT}"
+    write_results(root / "messages", suite({"single.a": "unsupported", "single.b": "unsupported"}, reason=reason),
+                  run_id="run-2", api="messages")
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_a_surface_the_engine_does_not_serve_is_grey_with_its_reason_not_a_red_0_percent(browser, unserved):
+    page = open_page(browser, unserved)
+    over = cell(page, "m1@e1 [messages]")
+    assert "lv-none" in over.get_attribute("class") and "lv-bad" not in over.get_attribute("class")
+    assert over.locator(".rate").inner_text() == "unsupported"
+    assert over.locator(".unsupported-reason").inner_text() == f"api.messages: e1 has no /v1/messages route {SCRIPT}"
+    assert over.locator("ul.cats li").count() == 0 and over.locator(".conformance").count() == 0
+    assert "lv-warn" in cell(page, "m1@e1").get_attribute("class")  # a real failure keeps its colour
+    over.locator("button").click()
+    assert page.locator("#detail p.unsupported-reason").inner_text().startswith("Every case unsupported: api.messages")
+    assert page.locator("script").count() == 2  # the reason stayed text
+    page.close()

@@ -483,3 +483,32 @@ def test_the_replay_table_links_its_triage_relative_to_the_page(tmp_path):
     assert '"triage":"../TRIAGE.md"' in (tmp_path / "out" / "matrix" / "index.html").read_text()
     build_matrix([tmp_path / "r1"], tmp_path / "plain")
     assert "TRIAGE" not in (tmp_path / "plain" / "matrix.md").read_text()
+
+
+def not_served(case_id: str, mode: str, check: str, detail: str) -> dict:
+    """A record of a surface the engine does not serve: unsupported with the spec's reason, then the check's words."""
+    declared = "api.responses: e1 has no /v1/responses route (server/app.py)"
+    rec = record(case_id, "unsupported", mode=mode, reason=f"{declared} ({check}: {detail})")
+    rec["checks"][1] = {"name": check, "outcome": "fail", "blame": "engine", "detail": detail}
+    return rec
+
+
+def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(tmp_path):
+    write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "unsupported"}))
+    write_results(tmp_path / "responses", [
+        not_served("single.a", "nonstream", "http_status", "HTTP 404: Not Found"),
+        not_served("single.a", "stream", "wire_shape", "HTTP 404 error body: $: 'type' is a required property"),
+        not_served("single.b", "nonstream", "http_status", "HTTP 404: Not Found"),
+        not_served("single.b", "stream", "http_status", "HTTP 404: Not Found"),
+    ], run_id="run-2", api="responses")
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    reason = "api.responses: e1 has no /v1/responses route (server/app.py)"  # one, whatever check failed after it
+    for source in ("matrix.json", "page"):
+        assert cell_of(tmp_path / "out", "m1@e1 [responses]", source)["unsupported_reason"] == reason
+        assert "unsupported_reason" not in cell_of(tmp_path / "out", "m1@e1", source)  # some unsupported only
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| m1 "))
+    assert f"unsupported (4): {md_text(reason)}" in row and "0% (0/4)" not in md
+    assert re.search(r"\| m1@e1 \\\[responses\\\] +\| unsupported +\|", md)  # its category too

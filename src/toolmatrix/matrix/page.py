@@ -100,6 +100,8 @@ def _samples_md(samples: dict) -> str:
 
 def _cell_md(cell: dict) -> str:
     counts = cell["counts"]
+    if cell.get("unsupported_reason"):  # not a failure at 0 %: the engine does not serve what the cases ask
+        return f"unsupported ({cell['total']}): {md_text(cell['unsupported_reason'])}"
     text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
     if "conformance" in cell:  # cells of older toolmatrix builds have none
         judged = cell["conformance_counts"]
@@ -121,6 +123,9 @@ def _category_rates(cell: dict, categories: list[str]) -> list[str]:
         rows = [r for r in cell["breakdown"] if r[0] == category]
         total = sum(r[4] for r in rows)
         passed = sum(r[4] for r in rows if r[2] == "pass")
+        if total and cell.get("unsupported_reason"):
+            out.append("unsupported")
+            continue
         text = f"{_percent(passed / total)} ({passed}/{total})" if total else "-"
         judged = [r for r in cell.get("conformance_breakdown", ()) if r[0] == category and r[2] is not None]
         if judged:

@@ -36,7 +36,7 @@ from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.exchange import Exchange, Message
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
-from toolmatrix.results import RUN, Record, ResultsError, RunInfo, read_run_info, scan_records
+from toolmatrix.results import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
 
 from .answers import answer_of, differences
@@ -83,15 +83,14 @@ class Harvest:
         return sum(tag in f.tags for f in self.fixtures)
 
 
-def run_dirs(paths: Iterable[Path]) -> list[Path]:
-    """The results directories at or under each path (a directory with run.json), in a stable order."""
+def harvested_dirs(paths: Iterable[Path]) -> list[Path]:
+    """The results directories at or under each path, each once, in a stable order."""
     found: list[Path] = []
     for path in paths:
-        if not path.is_dir():
-            raise HarvestError(f"{path}: {'not a directory' if path.exists() else 'does not exist'}")
-        runs = [path] if (path / RUN).is_file() else sorted(p.parent for p in path.rglob(RUN))
-        if not runs:
-            raise HarvestError(f"{path}: no results directory in it (no {RUN})")
+        try:
+            runs = run_dirs(path)
+        except ResultsError as exc:
+            raise HarvestError(str(exc)) from None
         found += [r for r in runs if r not in found]
     return found
 
@@ -202,7 +201,7 @@ def harvest(paths: Iterable[Path]) -> Harvest:
     excluded: Counter = Counter()
     stop_tokens: Counter = Counter()
     fixtures: dict[str, Fixture] = {}
-    for directory in run_dirs(paths):
+    for directory in harvested_dirs(paths):
         try:
             info = read_run_info(directory)
             found = list(_harvest_run(info, excluded, stop_tokens))
