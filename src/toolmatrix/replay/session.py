@@ -97,11 +97,12 @@ def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) 
     """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
     support = adapter.supports(fixture.family, reasoning_style(fixture))
+    cut = feeder.fixture_tokens(fixture, family)
     return {"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-            "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
+            "tokenizer": str(cut.path or ""),
             "family": fixture.family, "thinking": fixture.expected.reasoning is not None,
-            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}}
+            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model, cut) for c in chunkings}}
 
 
 def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, version: str,
@@ -114,7 +115,7 @@ def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, 
     said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]
     body = feeder.request_body(fixture.model, fixture.tools, (m for text in said for m in family.find_markers(text)))
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
-    label = feeder.tokenizer_label(fixture.family, fixture.model)
+    label = feeder.fixture_tokens(fixture, family).label
 
     def info(chunking: str) -> ReplayInfo:
         return ReplayInfo(adapter.engine, version, request["tool_parser"] or "", chunking,
@@ -173,12 +174,11 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                 writer.write(Posted.of(record))
 
         for fixture in fixtures:
-            key = (fixture.family, feeder.tokenizer_path(fixture.family, fixture.model))
-            if key in refused:
-                continue
-            if not adapter.supports(fixture.family, None):
+            if not adapter.supports(fixture.family, None):  # first: a family of no parser is not tokenized
                 skipped[fixture.family] = adapter.supports(fixture.family, None).reason
-                refused.add(key)
+                continue
+            key = (fixture.family, feeder.fixture_tokens(fixture, get_family(fixture.family)).path)
+            if key in refused:
                 continue
             request = parse_request(adapter, fixture, chunkings)
             client = next(turns)
