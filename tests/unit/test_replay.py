@@ -13,7 +13,7 @@ from toolmatrix.registry import data_root
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
-from toolmatrix.replay.generate import generate
+from toolmatrix.replay.generate import generate, in_sample
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import reasoning_style, replay_engine
 from toolmatrix.results import read_records
@@ -47,6 +47,20 @@ def test_generated_set_covers_the_issue_floor() -> None:
     assert len({f.family for f in fixtures}) >= 12
     assert {"qwen3", "harmony", "deepseek_v3", "glm45"} <= {f.reasoning_style for f in fixtures}
     assert len({f.id for f in fixtures}) == len(fixtures)
+
+
+def test_the_snapshot_sample_is_chosen_by_case_and_keeps_every_variant() -> None:
+    """A sample by a hash of the case id: a case's fixtures are all in or all out, so the sample does not move when
+    the library grows (an every-Nth sample by position reshuffled whenever a case was added)."""
+    whole = generate([data_root() / "cases"], ["hermes"])
+    sample = generate([data_root() / "cases"], ["hermes"], every=8)
+    assert {f.id for f in sample} < {f.id for f in whole}
+    variants = {f.id for f in whole if ".variant." in f.id}
+    assert variants <= {f.id for f in sample}
+    cases = {f.id.split(".", 1)[1].rsplit(".", 1)[0] for f in whole if ".variant." not in f.id}
+    kept = {c for c in cases if in_sample(c, 8)}
+    assert 0 < len(kept) < len(cases)
+    assert {f.id for f in sample} == variants | {f.id for f in whole if f.id.split(".", 1)[1].rsplit(".", 1)[0] in kept}
 
 
 @pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])

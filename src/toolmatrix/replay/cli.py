@@ -83,7 +83,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .fixtures import dump_fixtures
     from .generate import generate
 
-    count = dump_fixtures(generate([data_root() / "cases"]), args.output)
+    count = dump_fixtures(generate([data_root() / "cases"], every=args.every), args.output)
     print(f"{count} fixtures -> {args.output}")
     return 0
 
@@ -219,6 +219,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     replay.set_defaults(func=_cmd_replay)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
+    generate.add_argument("--every", type=positive_int, default=1, metavar="N",
+                          help="the fixtures of one case in N, chosen by a hash of the case id (stable as the library "
+                               "grows), and every variant: the committed snapshot's sample is --every 6")
     generate.set_defaults(func=_cmd_generate)
     harvest = sub.add_parser("replay-harvest", help="make fixtures of live results' raw model text (same generation)")
     harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",

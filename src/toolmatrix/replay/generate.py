@@ -8,6 +8,7 @@ witness here is skipped and counted, never guessed.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -221,8 +222,15 @@ def _variants(maker: _Family, turn) -> Iterator[Fixture]:
                          "call_in_think", reasoning=inner)
 
 
-def generate(case_paths: Iterable[Path], families: Iterable[str] | None = None) -> list[Fixture]:
-    """All generated fixtures, families in ``FAMILY_MODELS`` order (ids stable across runs)."""
-    cases = load_cases(list(case_paths))
+def in_sample(case_id: str, every: int) -> bool:
+    """Whether a case is in the 1-in-``every`` sample: chosen by a hash of its id, so a case stays in or out as the
+    library grows and two snapshots of the sample stay comparable."""
+    return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "big") % every == 0
+
+
+def generate(case_paths: Iterable[Path], families: Iterable[str] | None = None, every: int = 1) -> list[Fixture]:
+    """All generated fixtures, families in ``FAMILY_MODELS`` order (ids stable across runs); with ``every`` > 1
+    the cases' fixtures of one case in ``every`` (``in_sample``) and every variant."""
+    cases = [case for case in load_cases(list(case_paths)) if in_sample(case.id, every)]
     wanted = list(families) if families is not None else list(FAMILY_MODELS)
     return [fixture for family in wanted for fixture in family_fixtures(family, cases)]
