@@ -101,7 +101,9 @@ THOUGHT = "The user wants an answer."
 
 
 def hermes_text(calls: tuple[tuple[str, dict], ...]) -> str:
-    return "\n".join(f'<tool_call>\n{json.dumps({"name": n, "arguments": a})}\n</tool_call>' for n, a in calls)
+    """The calls as a model writes them: Hermes blocks, non-ASCII text in UTF-8 (a model writes no \\u escapes)."""
+    return "\n".join(f'<tool_call>\n{json.dumps({"name": n, "arguments": a}, ensure_ascii=False)}\n</tool_call>'
+                     for n, a in calls)
 
 
 def _bend_arguments(args: dict, faults: frozenset[str]) -> dict:
