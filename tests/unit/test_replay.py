@@ -13,7 +13,8 @@ from toolmatrix.registry import data_root
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
-from toolmatrix.replay.generate import generate
+from toolmatrix.cases import load_cases
+from toolmatrix.replay.generate import case_calls, generate
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import reasoning_style, replay_engine
 from toolmatrix.results import read_records
@@ -47,6 +48,16 @@ def test_generated_set_covers_the_issue_floor() -> None:
     assert len({f.family for f in fixtures}) >= 12
     assert {"qwen3", "harmony", "deepseek_v3", "glm45"} <= {f.reasoning_style for f in fixtures}
     assert len({f.id for f in fixtures}) == len(fixtures)
+
+
+def test_a_schema_matcher_with_a_const_or_null_type_has_that_value_as_its_witness() -> None:
+    """The types cases (integers, booleans, null kept as JSON types) get fixtures; a schema with no single value
+    (an object of patterns) still gets none, never a guess."""
+    cases = {c.id: c for c in load_cases([data_root() / "cases"])}
+    assert case_calls(cases["types.mixed_scalars_one_call"]) == [("schedule_job", {
+        "job_name": "nightly-backup", "retries": 3, "notify": True, "priority": "high", "timeout_seconds": 90.5})]
+    assert case_calls(cases["types.null_value"]) == [("update_profile", {"user_id": "u-314", "nickname": None})]
+    assert case_calls(cases["nested.any_of_object_parameter"]) is None
 
 
 @pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])

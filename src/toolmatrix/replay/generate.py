@@ -82,6 +82,10 @@ def _witness(matcher: Any) -> tuple[bool, Any]:
         if op == "regex":
             value = _regex_witness(arg)
             return value is not None, value
+        if op == "schema" and isinstance(arg, dict) and "const" in arg:
+            return True, arg["const"]
+        if op == "schema" and arg == {"type": "null"}:
+            return True, None
         if op in ("schema", "absent"):
             return False, None
     return True, matcher
