@@ -52,12 +52,13 @@ def test_generated_set_covers_the_issue_floor() -> None:
 
 def test_a_schema_matcher_with_a_const_or_null_type_has_that_value_as_its_witness() -> None:
     """The types cases (integers, booleans, null kept as JSON types) get fixtures; a schema with no single value
-    (an object of patterns) still gets none, never a guess."""
+    (an object of patterns) still gets none, never a guess; an argument that must be absent is left out."""
     cases = {c.id: c for c in load_cases([data_root() / "cases"])}
     assert case_calls(cases["types.mixed_scalars_one_call"]) == [("schedule_job", {
         "job_name": "nightly-backup", "retries": 3, "notify": True, "priority": "high", "timeout_seconds": 90.5})]
     assert case_calls(cases["types.null_value"]) == [("update_profile", {"user_id": "u-314", "nickname": None})]
     assert case_calls(cases["nested.any_of_object_parameter"]) is None
+    assert case_calls(cases["no_params.only_optional_params_unused"]) == [("get_local_time", {})]  # absent: left out
 
 
 @pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])
