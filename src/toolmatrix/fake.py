@@ -238,7 +238,9 @@ def stream_chunks(reply: Reply) -> list[dict]:
 
 def _invalid_tool_choice(body: dict) -> bool:
     choice = body.get("tool_choice")
-    if choice is None or choice in ("auto", "none", "required"):
+    if choice == "required":
+        return not body.get("tools")  # no tool to call: unsatisfiable (OpenAI answers 400)
+    if choice is None or choice in ("auto", "none"):
         return False
     if isinstance(choice, dict) and choice.get("type") == "function":
         offered = {t.get("function", {}).get("name") for t in body.get("tools", [])}
