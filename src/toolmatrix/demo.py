@@ -35,7 +35,7 @@ MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@vll
 ENGINE = "vllm"  # whose evidence protocol the stand-in speaks (return_token_ids): blame by evidence works
 TITLE = "DEMO, no model runs: a stand-in engine's"  # the page adds "compatibility matrix"
 
-# category -> (fake fault, what it is): engine bugs laid over the right answers, each a class of reference/bugs.md.
+# category -> (fake fault, what it is): engine bugs laid over the right answers, each a class seen in real engines.
 ENGINE_BUGS = {
     "unicode": ("ascii_escape", "non-ASCII argument text re-escaped as \\uXXXX"),
     "nested": ("double_encode", "nested objects and arrays sent as JSON strings"),
