@@ -14,7 +14,7 @@ from tests.helpers_results import answer, record, suite, write_replay_results, w
 from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
-from toolmatrix.matrix.detail import expectation_diff
+from toolmatrix.matrix.detail import expectation_diff, failure_detail
 from toolmatrix.results import Run, repro_command
 from toolmatrix.matrix.page import embed_json, md_text
 
@@ -245,12 +245,22 @@ def test_repro_command_for_a_spec_and_for_an_external_server():
         "pytest --base-url=http://h:8000/v1 --model=Qwen/Qwen3 -k 'a'\"'\"'; rm -rf ~ and stream and not nonstream'")
 
 
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
 @pytest.mark.parametrize("mode", ["nonstream", "stream"])
-def test_the_diff_shows_expected_against_got_calls(mode):
-    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])
-    diff = expectation_diff(record("single.a", "fail", mode=mode, body=got))
-    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff
+def test_the_diff_shows_expected_against_got_calls_as_the_records_surface_reads_them(mode, api):
+    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}},
+                        {"name": "get_time", "arguments": {"zone": "CET"}}])
+    diff = failure_detail(record("single.a", "fail", mode=mode, body=got, api=api))["diff"]
     assert diff.startswith("--- expected\n+++ got")
+    # The calls the model made, read through the record's own surface: never "tool_calls": [] as read as chat.
+    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff
+    assert '+      "name": "get_time"' in diff and '"tool_calls": []' not in diff
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_the_diff_of_a_surface_answer_that_matches_says_so(api):
+    diff = expectation_diff(record("single.a", "fail", mode="stream", api=api))
+    assert diff == "(the tool calls match the expectation; see the failing checks)"
 
 
 def test_key_flags_keep_tool_calling_flags_and_their_values():
