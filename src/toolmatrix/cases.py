@@ -189,13 +189,13 @@ class _Loader:
         self.errors.append(doc.error(at, f"unknown tool {ref!r} (not in this file's tools nor a tool-set file)", case_id))
         return None
 
-    def cases(self, wanted: set[Path] | None = None) -> list[Case]:
-        """Every case that passes its checks, of the files ``wanted`` (all when None); checked are all files."""
+    def cases(self, wanted: set[Path]) -> list[Case]:
+        """Every case that passes its checks, of the files ``wanted``; checked are the cases of every file."""
         out: dict[str, Case] = {}
         for doc in self.docs:
             for index, raw in enumerate(doc.data["cases"]):
                 case = None if index in self.broken[doc.path] else self.build(doc, index, raw)
-                if case is not None and (wanted is None or doc.path in wanted):
+                if case is not None and doc.path in wanted:
                     out.setdefault(case.id, case)  # the same scenario in two files (see build) runs once
         return list(out.values())
 
@@ -216,7 +216,7 @@ class _Loader:
         scenario = {k: v for k, v in raw.items() if k != "description"}
         first_file, first, first_scenario = self.seen_ids.setdefault(
             case_id, (doc.path, f"{doc.path}:{doc.line(at)}", scenario))
-        if first_scenario is not scenario and (first_file == doc.path or first_scenario != scenario):
+        if first_scenario is not scenario and (first_file == doc.path or first_scenario != scenario):  # not itself
             self.errors.append(doc.error(at + ("id",), f"duplicate case id (first defined at {first})", case_id))
         category = doc.data["category"]
         if not case_id.startswith(category + "."):
