@@ -343,11 +343,6 @@ class Run:
         """The matrix cell: the pair, and the surface where it is not Chat Completions."""
         return self.pair if self.api == "chat" else f"{self.pair} [{self.api}]"
 
-    @property
-    def column(self) -> str:
-        """The page's column: the engine, and the surface where it is not Chat Completions."""
-        return self.engine_id if self.api == "chat" else f"{self.engine_id} [{self.api}]"
-
     @classmethod
     def from_dict(cls, data: dict) -> Run:
         return _converter.structure({**data, "schema_version": SCHEMA_VERSION}, cls)

@@ -171,7 +171,7 @@ def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
     run = info.run
     engine, model = run.engine, run.model
     return {
-        "pair": info.pair, "model": run.model_id, "engine": run.column, "api": run.api, "run_id": info.run_id,
+        "pair": info.pair, "model": run.model_id, "engine": run.engine_id, "api": run.api, "run_id": info.run_id,
         "started": run.started, "finished": run.finished, "exit_status": run.exit_status and run.exit_status.value,
         "path": str(info.path), "details_file": details_name,
         "engine_version": engine.get("version"), "launcher": engine.get("launcher"),
