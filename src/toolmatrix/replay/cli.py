@@ -77,6 +77,63 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return status
 
 
+def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
+    """(the pinned version of the engine's parser package, "") or (None, why the engine cannot be swept here)."""
+    from .adapters import ADAPTERS
+    from .bugs import pinned_version
+    from .session import adapters
+
+    if engine not in ADAPTERS:
+        return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(ADAPTERS)}"
+    (adapter,) = adapters([engine])
+    if not adapter.package:
+        return None, f"{command} --engine {engine}: its adapter names no package whose releases lay over its env"
+    why = adapter.ready()
+    return (pinned_version(adapter), "") if why is None else (None, f"{command} --engine {engine}: {why}")
+
+
+def _release_list(engine: str, versions: str | None, since: str | None) -> list[str]:
+    """--versions as given (oldest first), or the index's releases since the day; ReleaseError saying why not."""
+    from datetime import date
+
+    from .releases import ReleaseError, fetch_releases, ordered
+    from .releases import since as published_since
+    from .session import adapters
+
+    if versions is not None:
+        return ordered(v for v in versions.split(",") if v.strip())
+    try:
+        day = date.fromisoformat(since or "")
+    except ValueError:
+        raise ReleaseError(f"--since {since}: not a date (YYYY-MM-DD)") from None
+    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].package), day)]
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .feeder import CHUNKINGS
+    from .fixtures import FixtureError, load_fixtures
+    from .releases import ReleaseError
+    from .sweep import sweep
+
+    pinned, why = _pinned_engine(args.engine, "replay-sweep")
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    try:
+        fixtures = load_fixtures(args.fixtures)
+        versions = _release_list(args.engine, args.versions, args.since)
+    except (FixtureError, ReleaseError) as exc:
+        print(f"replay-sweep: {exc}", file=sys.stderr)
+        return 2
+    if not versions:
+        print(f"replay-sweep --engine {args.engine}: no release to sweep", file=sys.stderr)
+        return 2
+    for swept in sweep(args.engine, versions, pinned, fixtures, args.results_dir, list(args.chunking or CHUNKINGS),
+                       args.jobs):
+        print(swept.line(), flush=True)
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from toolmatrix.registry import data_root
 
@@ -217,6 +274,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="replay N engines at once, the longest expected first (default 1; each engine is "
                              "its own process either way)")
     replay.set_defaults(func=_cmd_replay)
+    swp = sub.add_parser("replay-sweep", help="replay one engine at each of its releases (DIR/ENGINE@VERSION)")
+    swp.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
+    which = swp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--versions", metavar="V1,V2,...", help="these releases")
+    which.add_argument("--since", metavar="YYYY-MM-DD", help="every final release published since the day (PyPI)")
+    swp.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
+    swp.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE@VERSION/results.jsonl")
+    swp.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
+    swp.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
+                     help="replay (and install) N releases at once (default 1)")
+    swp.set_defaults(func=_cmd_sweep)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
     generate.set_defaults(func=_cmd_generate)
