@@ -134,6 +134,54 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> list[str]:
+    """--versions as given, else the index's releases from --good to --bad (defaults: the first release of the
+    last 12 months, the pinned one)."""
+    from datetime import date, timedelta
+
+    from .releases import ReleaseError, between, fetch_releases, ordered, since
+    from .session import adapters
+
+    if args.versions is not None:
+        if args.bad is not None:
+            raise ReleaseError("--bad goes with --good, not with --versions")
+        return ordered(v for v in args.versions.split(",") if v.strip())
+    releases = fetch_releases(adapters([engine])[0].package)
+    recent = since(releases, date.today() - timedelta(days=365)) or releases[-1:]
+    return between(releases, args.good or str(recent[0]), args.bad or pinned or str(releases[-1]))
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    from .bisect import BisectError, bisect, describe, replay_at
+    from .bugs import MODES
+    from .fixtures import FixtureError, load_fixtures
+    from .releases import ReleaseError
+
+    pinned, why = _pinned_engine(args.engine, "replay-bisect")
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    try:
+        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
+        versions = _bisect_range(args.engine, pinned, args)
+    except (FixtureError, ReleaseError) as exc:
+        print(f"replay-bisect: {exc}", file=sys.stderr)
+        return 2
+    fixture = fixtures.get(args.fixture)
+    if fixture is None:
+        print(f"replay-bisect --fixture {args.fixture}: not in {args.fixtures}", file=sys.stderr)
+        return 2
+    # A bug fixture is judged in the modes its report names (bugs.py); any other in every mode.
+    modes = args.mode or (fixture.extra.get("bug") or {}).get("chunkings") or MODES
+    try:
+        found = bisect(versions, replay_at(args.engine, pinned, fixture, modes))
+    except BisectError as exc:
+        print(f"replay-bisect {args.fixture} over {versions[0]}..{versions[-1]}: {exc}", file=sys.stderr)
+        return 1
+    print(describe(fixture.id, found))
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from toolmatrix.registry import data_root
 
@@ -285,6 +333,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     swp.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
                      help="replay (and install) N releases at once (default 1)")
     swp.set_defaults(func=_cmd_sweep)
+    bis = sub.add_parser("replay-bisect", help="the first release where one fixture's verdict changes")
+    bis.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
+    bis.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
+    bis.add_argument("--fixtures", required=True, metavar="FILE", help="the fixture file that holds it")
+    ends = bis.add_mutually_exclusive_group()
+    ends.add_argument("--versions", metavar="V1,V2,...", help="bisect these releases (ordered by version)")
+    ends.add_argument("--good", metavar="V", help="one end: a release on PyPI (default: the first of the last year)")
+    bis.add_argument("--bad", metavar="V", help="the other end (default: the pinned release)")
+    bis.add_argument("--mode", action="append", choices=("none", "whole", "token", "special", "random"),
+                     help="judge in this mode (repeatable; default: a bug fixture's own, else every mode)")
+    bis.set_defaults(func=_cmd_bisect)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
     generate.set_defaults(func=_cmd_generate)
