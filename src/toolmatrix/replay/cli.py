@@ -182,6 +182,19 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_versions(args: argparse.Namespace) -> int:
+    from toolmatrix.results import ResultsError
+
+    from .versions import read_sweep, table
+
+    try:
+        print(table(read_sweep(Path(args.results_dir))), end="")
+    except ResultsError as exc:
+        print(f"replay-versions: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from toolmatrix.registry import data_root
 
@@ -344,6 +357,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bis.add_argument("--mode", action="append", choices=("none", "whole", "token", "special", "random"),
                      help="judge in this mode (repeatable; default: a bug fixture's own, else every mode)")
     bis.set_defaults(func=_cmd_bisect)
+    ver = sub.add_parser("replay-versions", help="a sweep's families x releases, and the records that flipped")
+    ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION)")
+    ver.set_defaults(func=_cmd_versions)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
     generate.set_defaults(func=_cmd_generate)
