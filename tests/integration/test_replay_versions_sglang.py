@@ -1,6 +1,6 @@
 """The version axis on the real SGLang parser packages: ``toolmatrix replay-bisect`` finds the broken/fixed boundary
 a public bug of the committed bugs.jsonl names, and ``replay-sweep`` over the same two releases, read back by
-``replay-versions``, shows that record's fix. Uses two overlays only, the report's two releases (the ones
+``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there. Uses two overlays only, the report's two releases (the ones
 ``toolmatrix replay-install --bugs`` installs; otherwise they install on first use, PyPI, --no-deps); the pinned
 release is the env itself.
 
@@ -9,6 +9,7 @@ TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -57,8 +58,9 @@ def test_a_sweep_of_the_two_releases_shows_the_fix_in_the_version_table(fixed_bu
                                                                         tmp_path: Path) -> None:
     fixture, bug = fixed_bug
     fixtures = tmp_path / "bug.jsonl"
-    fixtures.write_text(next(line for line in default_file().read_text(encoding="utf-8").splitlines()
-                             if f'"{fixture.id}"' in line) + "\n", encoding="utf-8")
+    # and a Gemma 4 fixture: neither release has that parser yet, so its server would refuse to start with it
+    fixtures.write_text("".join(line + "\n" for line in default_file().read_text(encoding="utf-8").splitlines()
+                                if f'"{fixture.id}"' in line or '"family": "gemma4"' in line), encoding="utf-8")
     swept = _toolmatrix("replay-sweep", "--engine", "sglang", "--versions", f"{bug.fixed},{bug.broken}",
                         "--fixtures", str(fixtures), "--results-dir", str(tmp_path / "sweep"), "--chunking", "token")
     assert swept.returncode == 0, swept.stderr[-2000:]
@@ -67,3 +69,7 @@ def test_a_sweep_of_the_two_releases_shows_the_fix_in_the_version_table(fixed_bu
     assert table.returncode == 0, table.stderr[-2000:]
     assert (f"fix {bug.broken} -> {bug.fixed} {fixture.family}: {fixture.id} [stream:token] fail->pass"
             in table.stdout), table.stdout
+    run = json.loads((tmp_path / "sweep" / f"sglang@{bug.broken}" / "run.json").read_text())
+    assert run["engine"]["skipped_families"]["gemma4"].endswith("--tool-call-parser gemma4: not a choice of this "
+                                                                "release")
+    assert any(line.split()[:3] == ["gemma4", "n/a", "n/a"] for line in table.stdout.splitlines()), table.stdout
