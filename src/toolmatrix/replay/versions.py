@@ -66,6 +66,14 @@ class Sweep:
         return [flip for older, newer in zip(replayed, replayed[1:]) for flip in _flips(older, newer)]
 
 
+    def arrivals(self, engine: str) -> list[tuple[str, str, str]]:
+        """(family, release, why the release before skipped it) for each family a release replays that the
+        release before it skipped: a parser added, not a fix."""
+        replayed = [c for c in self.columns[engine] if c.verdicts]
+        return [(family, newer.version, older.skipped[family]) for older, newer in zip(replayed, replayed[1:])
+                for family in sorted(older.skipped) if newer.share(family) is not None]
+
+
 def _flips(older: Column, newer: Column) -> Iterator[Flip]:
     for key in sorted(older.verdicts.keys() & newer.verdicts.keys()):
         was, now = older.verdicts[key], newer.verdicts[key]
@@ -118,7 +126,8 @@ def _cell(column: Column, family: str, marks: dict[tuple[str, str], set[str]]) -
 
 def table(sweep: Sweep) -> str:
     """Per engine, families x releases (``passing/replayed``; ``^`` a fix from the release before, ``v`` a
-    regression, ``n/a`` skipped), then each flip with its records, then releases that could not replay."""
+    regression, ``n/a`` skipped), then each flip with its records, the families a release replays first, and the
+    releases that could not replay."""
     from tabulate import tabulate
 
     parts = []
@@ -135,6 +144,8 @@ def table(sweep: Sweep) -> str:
         parts += [f"{kind} {before} -> {after} {family}: "
                   + ", ".join(f"{f.case_id} [{f.mode}] {f.was}->{f.now}" for f in found)
                   for (before, after, kind, family), found in grouped.items()]
+        parts += [f"first replayed at {version}: {family} (before: {why.strip().splitlines()[-1][:160]})"
+                  for family, version, why in sweep.arrivals(engine)]
         parts += [f"{c.version}: cannot replay here: {(next(iter(c.skipped.values())).strip() or '?').splitlines()[-1][:200]}"
                   for c in columns if not c.verdicts and c.skipped]
         parts.append("")
