@@ -1,8 +1,8 @@
 """The version axis on the real SGLang parser packages: ``toolmatrix replay-bisect`` finds the broken/fixed boundary
 a public bug of the committed bugs.jsonl names, and ``replay-sweep`` over the same two releases, read back by
-``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there. Uses two overlays only, the report's two releases (the ones
-``toolmatrix replay-install --bugs`` installs; otherwise they install on first use, PyPI, --no-deps); the pinned
-release is the env itself.
+``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there.
+Uses two overlays only, the report's two releases (the ones ``toolmatrix replay-install --bugs`` installs; otherwise
+they install on first use, PyPI, --no-deps); the pinned release is the env itself.
 
 Needs SGLang's parser env (``toolmatrix replay-install sglang``) and the tokenizers; skipped without them, unless
 TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails."""

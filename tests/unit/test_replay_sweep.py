@@ -13,7 +13,8 @@ from toolmatrix.replay.adapters.base import Adapter, InstallError
 from toolmatrix.replay.fixtures import load_fixtures
 from toolmatrix.replay.protocol import WorkerError
 
-FIXTURE = {"id": "f.1", "family": "hermes", "model": "qwen2.5", "tools": [{"type": "function", "function": {"name": "f"}}],
+FIXTURE = {"id": "f.1", "family": "hermes", "model": "qwen2.5",
+           "tools": [{"type": "function", "function": {"name": "f"}}],
            "text": '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>',
            "expected": {"tool_calls": [{"name": "f", "arguments": {}}], "content": None, "reasoning": None}}
 

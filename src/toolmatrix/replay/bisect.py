@@ -72,10 +72,11 @@ def bisect(versions: list[str], probe: Callable[[str], Probe]) -> Bisection:
         else:
             high = middle
     skipped = tuple(versions[i] for i in range(low + 1, high))
-    return Bisection(at(low), at(high), tuple(asked[i] for i in asked), skipped)
+    return Bisection(at(low), at(high), tuple(asked.values()), skipped)
 
 
-def replay_at(engine: str, pinned: str | None, fixture: Fixture, modes: Iterable[str] = MODES) -> Callable[[str], Probe]:
+def replay_at(engine: str, pinned: str | None, fixture: Fixture,
+              modes: Iterable[str] = MODES) -> Callable[[str], Probe]:
     """A ``probe`` for ``bisect``: the fixture's verdict at a release, its overlay installed first if not cached."""
     modes = tuple(modes)
 

@@ -116,6 +116,11 @@ def read_sweep(directory: Path) -> Sweep:
     return Sweep({engine: sorted(found, key=_version_key) for engine, found in sorted(columns.items())})
 
 
+def _last_line(text: str) -> str:
+    """A reason's last line, where pip and a dying worker put the error itself."""
+    return (text.strip().splitlines() or ["?"])[-1][:200]
+
+
 def _cell(column: Column, family: str, marks: dict[tuple[str, str], set[str]]) -> str:
     share = column.share(family)
     if share is None:
@@ -144,9 +149,9 @@ def table(sweep: Sweep) -> str:
         parts += [f"{kind} {before} -> {after} {family}: "
                   + ", ".join(f"{f.case_id} [{f.mode}] {f.was}->{f.now}" for f in found)
                   for (before, after, kind, family), found in grouped.items()]
-        parts += [f"first replayed at {version}: {family} (before: {why.strip().splitlines()[-1][:160]})"
+        parts += [f"first replayed at {version}: {family} (before: {_last_line(why)})"
                   for family, version, why in sweep.arrivals(engine)]
-        parts += [f"{c.version}: cannot replay here: {(next(iter(c.skipped.values())).strip() or '?').splitlines()[-1][:200]}"
+        parts += [f"{c.version}: cannot replay here: {_last_line(next(iter(c.skipped.values())))}"
                   for c in columns if not c.verdicts and c.skipped]
         parts.append("")
     return "\n".join(parts)
