@@ -193,17 +193,19 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     return {**writer.counts, "skipped_families": len(skipped)}
 
 
-def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: Path) -> dict[str, int]:
-    """The column of an engine no adapter can replay here (its spec's ``replay.cannot_replay``): a run with no
-    record and every fixture family skipped with that measured reason, so the page says why instead of leaving
-    the engine off."""
-    if spec.cannot_replay is None:
+def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: Path, reason: str | None = None,
+                         version: str | None = None) -> dict[str, int]:
+    """The column of an engine no adapter can replay here (its spec's ``replay.cannot_replay``, or ``reason``
+    measured for one ``version``: a release that will not install or import): a run with no record and every
+    fixture family skipped with that reason, so the page says why instead of leaving the engine off."""
+    reason = reason or spec.cannot_replay
+    if reason is None:
         raise ValueError(f"{spec.source.name}: engine {spec.id!r} has no replay.cannot_replay reason")
     started = datetime.now(timezone.utc)
     portable = Portable.here(directory)
     writer = RecordWriter(directory, portable.text)
-    skipped = {family: spec.cannot_replay for family in sorted(set(families))}
-    engine = {"id": spec.id, "version": None, "versions": []}
+    skipped = {family: reason for family in sorted(set(families))}
+    engine = {"id": spec.id, "version": version, "versions": []}
     writer.close(_replay_run(f"replay-{spec.id}-{started:%Y%m%dT%H%M%S}", engine, skipped, started.isoformat(),
                              writer, portable, []))
     return {**writer.counts, "skipped_families": len(skipped)}
