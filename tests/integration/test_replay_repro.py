@@ -3,8 +3,8 @@
 For engine-bug clusters of the committed triage (results/replay/triage.yaml), the snippet of the cluster's own repro
 fixture runs in the engine's replay env by that env's python, without toolmatrix, and what it prints (the
 non-streamed message, the streamed deltas) equals the committed record of that fixture, call ids aside (LMDeploy
-draws them at random, as its server does). The replay envs lack torch, so the test puts the worker's import shim
-before the snippet (a maintainer's install has torch and needs none), and checks the shim changed no parser: every
+draws them at random, as its server does). SGLang's and LMDeploy's replay envs lack torch, so the test puts the
+worker's import shim before their snippets (a maintainer's install has torch and needs none), and checks the shim changed no parser: every
 engine module the snippet loaded is the installed file byte for byte, none reads the package top the shim left
 bare, no torch stub is left (tests/helpers_shim.py). Skipped without the engine's env or the tokenizers, unless
 TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails.
@@ -32,10 +32,10 @@ from toolmatrix.replay.triage import load_triage
 
 SNAPSHOT = data_root() / "results" / "replay"
 # engine -> the distributions whose modules the audit checks, and the regular expression of a read from a package
-# top its worker's install_shim() leaves bare (None: the env imports the engine as it is, no shim runs).
+# top its worker's install_shim() leaves bare; an engine not here (vLLM, transformers and MLX-LM replay in envs that
+# import them as they are) runs the snippet alone.
 SHIMS = {"sglang": (("sglang", "xgrammar"), r"^\s*from sglang import |^\s*import sglang\s*$"),
-         "lmdeploy": (("lmdeploy",), r"^\s*from lmdeploy(\.serve)? import |^\s*import lmdeploy(\.serve)?\s*$"),
-         "mlxlm": (("mlx_lm",), None)}
+         "lmdeploy": (("lmdeploy",), r"^\s*from lmdeploy(\.serve)? import |^\s*import lmdeploy(\.serve)?\s*$")}
 
 
 @cache
@@ -59,23 +59,25 @@ def _without_ids(value):
     return [_without_ids(v) for v in value] if isinstance(value, list) else value
 
 
-def _run(engine: str, code: str) -> tuple[dict, list[dict], dict]:
-    """The snippet's non-streamed message and deltas, and the shim audit, from the engine's env."""
+def _run(engine: str, code: str) -> tuple[dict, list[dict], dict | None]:
+    """The snippet's non-streamed message and deltas, and the shim's audit where one ran, from the engine's env."""
     adapter = adapter_for(load_engines()[engine])
-    distributions, top = SHIMS[engine]
-    preamble = SHIM_AUDIT + "import runpy\n" + (
-        f"runpy.run_path({str(adapter.worker)!r}, run_name='repro-shim')['install_shim']()\n" if top else "")
-    audit = (f"\nimport json as _json\n_audit = shim_audit({distributions!r}, {top or '(?!)'!r})\n"
-             "print(_json.dumps({'loaded': _audit[0], 'changed': _audit[1], 'top_reads': _audit[2], "
-             "'torch': 'torch' in sys.modules}))\n")
-    done = subprocess.run([str(adapter.python), "-c", preamble + code + audit], capture_output=True, text=True,
+    if engine in SHIMS:
+        distributions, top = SHIMS[engine]
+        code = (SHIM_AUDIT + f"import runpy\nrunpy.run_path({str(adapter.worker)!r}, run_name='repro-shim')"
+                "['install_shim']()\n" + code
+                + f"\nimport json as _json\n_audit = shim_audit({distributions!r}, {top!r})\n"
+                "print(_json.dumps({'loaded': _audit[0], 'changed': _audit[1], 'top_reads': _audit[2], "
+                "'torch': 'torch' in sys.modules}))\n")
+    done = subprocess.run([str(adapter.python), "-c", code], capture_output=True, text=True,
                           env=dict(adapter.env()), timeout=300, cwd="/")
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
+    audit = json.loads(lines.pop()) if engine in SHIMS else None
     (whole,) = [line.removeprefix("non-streamed message: ") for line in lines
                 if line.startswith("non-streamed message: ")]
-    deltas = lines[lines.index("streamed deltas:") + 1:-1]
-    return json.loads(whole), [json.loads(d) for d in deltas], json.loads(lines[-1])
+    deltas = lines[lines.index("streamed deltas:") + 1:]
+    return json.loads(whole), [json.loads(d) for d in deltas], audit
 
 
 # A real engine-bug cluster per engine, and what its bug looks like in the snippet's answer.
@@ -85,6 +87,8 @@ CASES = {
         and [c["function"].get("arguments") for d in deltas for c in d.get("tool_calls", [])] == [""]),
     "L1": lambda whole, deltas: not whole["tool_calls"] and whole["content"].startswith("<|python_tag|>{"),
     "M2": lambda whole, deltas: "9007199254740992" in whole["tool_calls"][0]["function"]["arguments"],
+    "E2": lambda whole, deltas: bool(whole["tool_calls"]) and deltas == [],  # one finished delta: nothing at all
+    "E5": lambda whole, deltas: "\\u00fc" in whole["tool_calls"][0]["function"]["arguments"],
 }
 
 
@@ -112,7 +116,8 @@ def test_the_standalone_repro_prints_the_bug_as_the_replay_record_shows_it(clust
     assert _without_ids(deltas) == _without_ids([c["choices"][0]["delta"] for c in chunks[1:-1]])
     assert CASES[cluster_id](whole, deltas), (whole, deltas)
 
-    assert audit["loaded"] and audit["changed"] == [] and audit["top_reads"] == [] and not audit["torch"]
+    if audit is not None:  # the shim changed no parser: the installed files, no bare top read, no torch stub left
+        assert audit["loaded"] and audit["changed"] == [] and audit["top_reads"] == [] and not audit["torch"]
 
 
 def test_the_snapshot_holds_the_clusters_this_test_reproduces() -> None:
