@@ -4,10 +4,10 @@ For engine-bug clusters of the committed triage (results/replay/triage.yaml), th
 fixture runs in the engine's replay env by that env's python, without toolmatrix, and what it prints (the
 non-streamed message, the streamed deltas) equals the committed record of that fixture, call ids aside (LMDeploy
 draws them at random, as its server does). SGLang's and LMDeploy's replay envs lack torch, so the test puts the
-worker's import shim before their snippets (a maintainer's install has torch and needs none), and checks the shim changed no parser: every
-engine module the snippet loaded is the installed file byte for byte, none reads the package top the shim left
-bare, no torch stub is left (tests/helpers_shim.py). Skipped without the engine's env or the tokenizers, unless
-TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails.
+worker's import shim before their snippets (a maintainer's install has torch and needs none), and checks the shim
+changed no parser: every engine module the snippet loaded is the installed file byte for byte, none reads the
+package top the shim left bare, no torch stub is left (tests/helpers_shim.py). Skipped without the engine's env or
+the tokenizers, unless TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ def _shell(name: str, value: Any) -> str:
     return f"{name}={shlex.quote(text)}"
 
 
-LANGUAGES: dict[str, Callable[[str, Any], str]] = {".py": _python, ".sh": _shell}  # a template's suffix -> its constants
+# A template's suffix -> how its constants are written.
+LANGUAGES: dict[str, Callable[[str, Any], str]] = {".py": _python, ".sh": _shell}
 
 
 def template(engine: str) -> tuple[str, str]:
@@ -51,8 +52,8 @@ def template(engine: str) -> tuple[str, str]:
 
 
 def _template_kwargs(request: dict) -> dict:
-    # A request without chat_template_kwargs carries the switch as ``thinking``, which the workers send as
-    # enable_thinking.
+    # A worker request that predates per-family chat_template_kwargs carries the switch as ``thinking``, which the
+    # workers send as enable_thinking.
     return request.get("chat_template_kwargs", {"enable_thinking": request.get("thinking")})
 
 

@@ -27,8 +27,8 @@ prompt = anchor[0] if isinstance(anchor, list) else anchor
 content, reasoning, calls = parse_assistant_message(TextTokenizer(), model, TEXT, input_ids=prompt,
                                                     cleaned_content=TEXT, tools=TOOLS or None)
 message = {"role": "assistant", "content": content, "reasoning_content": reasoning,
-           "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                          for i, c in enumerate(calls or [])]}
+           "tool_calls": [{"id": f"call_{i}", "type": "function",
+                           "function": {"name": c.name, "arguments": c.arguments}} for i, c in enumerate(calls or [])]}
 print("non-streamed message:", json.dumps(message, ensure_ascii=False))
 
 # Streamed: the queue items chat_completion.py's sse_gen turns into deltas (a ToolCall is one whole delta)
