@@ -4,7 +4,7 @@ Without the engines' envs: every replay engine has a template; each rendered sni
 imports nothing of toolmatrix and nothing but the engine's own package and the standard library, and carries the
 worker's own request for the fixture (text, tools, parsers, thinking switch, the stream's pieces); a curl repro
 sends a chat request with the fixture's tools and thinking switch. The snippets' answers are held to the replay
-records in tests/integration/test_replay_repro.py.
+records in tests/integration/test_replay_repro_run.py.
 """
 
 from __future__ import annotations
