@@ -78,12 +78,14 @@ def snippet(adapter: Adapter, fixture: Fixture, chunking: str | None = None) -> 
     suffix, body = template(adapter.engine)
     given = values(adapter, fixture, chunking)
     used = [name for name in CONSTANTS if re.search(rf"\b{name}\b", body)]
-    pin = next((line for line in adapter.versions().splitlines()
-                if adapter.package and line.lower().startswith(adapter.package.lower() + "==")), adapter.engine)
+    # the engine as replayed: its package's pinned line, else its build's first line (llama.cpp), else its name
+    versions = adapter.versions().splitlines()
+    pin = next((line for line in versions if line.lower().startswith(adapter.package.lower() + "==")),
+               None) if adapter.package else (versions or [None])[0]
     expected = {"content": fixture.expected.content, "reasoning": fixture.expected.reasoning,
                 "tool_calls": [dict(call) for call in fixture.expected.tool_calls]}
-    head = [f"# Replay fixture {fixture.id} on {pin}: the non-streamed answer"
+    head = [f"# Replay fixture {fixture.id} on {pin or adapter.engine}: the non-streamed answer"
             + (f", and the stream cut by chunking {chunking!r}." if chunking else "."),
-            "# Written by `toolmatrix replay-repro`; it runs with the engine's own package alone.",
+            "# Written by `toolmatrix replay-repro`; nothing of toolmatrix is needed to run it.",
             f"# The fixture expects: {json.dumps(expected, ensure_ascii=False)}"]
     return "\n".join([*head, *(LANGUAGES[suffix](name, given[name]) for name in used), "", body])
