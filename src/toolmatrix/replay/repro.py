@@ -57,7 +57,7 @@ def _template_kwargs(request: dict) -> dict:
     return request.get("chat_template_kwargs", {"enable_thinking": request.get("thinking")})
 
 
-def values(adapter: Adapter, fixture: Fixture, chunking: str | None) -> dict[str, Any]:
+def _values(adapter: Adapter, fixture: Fixture, chunking: str | None) -> dict[str, Any]:
     """The constants every template may read, from the worker's own request for the fixture."""
     request = parse_request(adapter, fixture, [chunking] if chunking else [])
     return {"FAMILY": request["family"], "TEXT": request["text"], "TOOLS": request["tools"],
@@ -76,7 +76,7 @@ def snippet(adapter: Adapter, fixture: Fixture, chunking: str | None = None) -> 
     if not support:
         raise LookupError(f"{fixture.id}: {support.reason}")
     suffix, body = template(adapter.engine)
-    given = values(adapter, fixture, chunking)
+    given = _values(adapter, fixture, chunking)
     used = [name for name in CONSTANTS if re.search(rf"\b{name}\b", body)]
     # the engine as replayed: its package's pinned line, else its build's first line (llama.cpp), else its name
     versions = adapter.versions().splitlines()
