@@ -121,8 +121,11 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
     assert _cells(whole)[4:8] == ["sglang 9.9: `python/sglang/srt/function_call/base_format_detector.py` `parse`",
                                   "one delta holds the whole call", "no: only when one step carries several tokens",
                                   "https://github.com/sgl-project/sglang/issues/1"]
+    # beside it, the command that prints the repro that runs with the engine's own package alone
+    assert _cells(whole)[-1] == ("`toolmatrix replay-repro --fixtures results/replay/fixtures.jsonl --fixture "
+                                 "hermes.single.a.plain --engine sglang --chunking whole`")
     (never,) = [line for line in page.splitlines() if line.startswith("| NEVER")]
-    assert len(_cells(never)) == 5  # only engine bugs carry the finding's columns
+    assert len(_cells(never)) == 5  # only engine bugs carry the finding's columns and the standalone repro
     assert page.rstrip().endswith("## Notes")
 
 

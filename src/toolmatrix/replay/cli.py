@@ -191,6 +191,29 @@ def _cmd_versions(args: argparse.Namespace) -> int:
         print(table(read_sweep(Path(args.results_dir))), end="")
     except ResultsError as exc:
         print(f"replay-versions: {exc}", file=sys.stderr)
+
+
+def _cmd_repro(args: argparse.Namespace) -> int:
+    from .adapters import ADAPTERS
+    from .fixtures import FixtureError, load_fixtures
+    from .repro import snippet
+    from .session import adapters
+
+    if args.engine not in ADAPTERS:
+        print(f"--engine {args.engine}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
+        return 2
+    try:
+        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
+    except FixtureError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.fixture not in fixtures:
+        print(f"{args.fixtures}: no fixture with id {args.fixture!r}", file=sys.stderr)
+        return 2
+    try:
+        print(snippet(adapters([args.engine])[0], fixtures[args.fixture], args.chunking))
+    except LookupError as exc:  # the engine replays no parser for the family, or has no template
+        print(f"replay-repro: {exc}", file=sys.stderr)
         return 2
     return 0
 
@@ -360,6 +383,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     ver = sub.add_parser("replay-versions", help="a sweep's families x releases, and the records that flipped")
     ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION)")
     ver.set_defaults(func=_cmd_versions)
+    repro = sub.add_parser("replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
+                           "(Python calling its parser API, or a curl to its server), no toolmatrix")
+    repro.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
+    repro.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
+    repro.add_argument("--engine", required=True, metavar="E", help="a replay engine")
+    repro.add_argument("--chunking", choices=("whole", "token", "special", "random"),
+                       help="also stream the text cut so (default: the non-streamed parse only)")
+    repro.set_defaults(func=_cmd_repro)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
     generate.add_argument("--every", type=positive_int, default=1, metavar="N",

@@ -92,6 +92,13 @@ class Cluster:
         return (f"grep -F {needle} {shlex.quote(fixtures)} > /tmp/one.jsonl && toolmatrix replay --fixtures "
                 f"/tmp/one.jsonl --results-dir /tmp/repro --engine {r['engine']} --chunking {r['chunking']}")
 
+    def standalone_command(self, fixtures: str) -> str:
+        """The line that prints this cluster's example as a repro that runs with the engine's own package alone
+        (replay/repro.py): a few lines of Python calling its parser, or a curl to its server."""
+        r = self.repro
+        return (f"toolmatrix replay-repro --fixtures {shlex.quote(fixtures)} --fixture {shlex.quote(r['fixture'])} "
+                f"--engine {r['engine']} --chunking {r['chunking']}")
+
 
 @attrs.frozen
 class Triage:
@@ -220,7 +227,8 @@ def _at_odds(cluster: Cluster, records: list[Failing]) -> list[str]:
 
 
 def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
-    """TRIAGE.md: the intro, a table per class with the computed counts and each cluster's repro, the notes."""
+    """TRIAGE.md: the intro, a table per class with the computed counts and each cluster's repro (an engine bug's
+    also as the command that prints its repro with the engine's own package alone), the notes."""
     from tabulate import tabulate
 
     total = sum(sum(c.values()) for c in classified.counts.values())
@@ -238,12 +246,14 @@ def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
                          sum(engines.values()), _cell(cluster.what)]
                         + (_finding(cluster, classified.versions) if finding else [])
                         + ([_cell(", ".join(cluster.claimed_by))] if claimed else [])
-                        + [_cell(f"`{cluster.repro_command(fixtures)}`")])
+                        + [_cell(f"`{cluster.repro_command(fixtures)}`")]
+                        + ([_cell(f"`{cluster.standalone_command(fixtures)}`")] if finding else []))
         if rows:
             headers = (["#", "records per engine", "records", "what happens"]
                        + (["code", "trigger", "a default server meets it", "upstream"] if finding else [])
                        + (["claimed by"] if claimed else []))
-            lines += [f"## {title}", "", tabulate(rows, headers=headers + ["repro"], tablefmt="github"), ""]
+            headers += ["repro"] + (["with the engine alone (prints the snippet)"] if finding else [])
+            lines += [f"## {title}", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
     return "\n".join(lines + [triage.notes.rstrip(), ""])
 
 
