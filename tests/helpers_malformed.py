@@ -66,6 +66,15 @@ MALFORMED_CASES = {
     "schema_matcher_not_a_schema": (
         expecting("{schema: {type: string, minLength: -1}}"),
         f":14{IN_CASE}.expect.calls[0].arguments.city.schema.minLength: ", "not a valid JSON Schema: -1"),
+    "matcher_misspelled": (
+        expecting("{regx: Paris}"), f":14{IN_CASE}.expect.calls[0].arguments.city: ",
+        "unknown key 'regx': expected one of any_of, regex, contains, schema, equals, absent, optional"),
+    "matcher_misspelled_inside_optional": (
+        expecting("{optional: {contain: Paris}}"), f":14{IN_CASE}.expect.calls[0].arguments.city.optional: ",
+        "unknown key 'contain': expected one of any_of, regex, contains, schema, equals, absent, optional"),
+    "two_matchers_in_one": (
+        expecting("{regex: P, contains: P}"), f":14{IN_CASE}.expect.calls[0].arguments.city: ",
+        "'regex' and 'contains' together: expected one of any_of, regex, contains"),
     "schema_matcher_pattern_not_a_regex": (
         expecting("{schema: {pattern: '('}}"), f":14{IN_CASE}.expect.calls[0].arguments.city.schema.pattern: ",
         "not a valid JSON Schema: '(' is not a 'regex'"),

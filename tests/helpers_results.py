@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolmatrix import fakesurfaces
+
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
@@ -43,8 +45,9 @@ def chunks_of(body: dict) -> list[dict]:
 
 def record(case_id: str, verdict: str = "pass", *, mode: str = "nonstream", category: str | None = None,
            blame: str | None = None, reason: str | None = None, run_id: str = "run-1",
-           body: dict | None = None, expect_calls: list[dict] | None = None) -> dict:
-    """One record; a non-pass one gets a failing check, a blame and a reason unless given."""
+           body: dict | None = None, expect_calls: list[dict] | None = None, api: str = "chat") -> dict:
+    """One record; a non-pass one gets a failing check, a blame and a reason unless given. ``body`` is a chat
+    answer; over another surface (``api``) it is sent in that surface's shapes, as the fake server writes them."""
     expect_calls = [{"name": "get_weather", "arguments": {"city": "Paris"}}] if expect_calls is None else expect_calls
     body = body or answer(calls=expect_calls)
     failing = verdict != "pass"
@@ -63,7 +66,13 @@ def record(case_id: str, verdict: str = "pass", *, mode: str = "nonstream", cate
         "expect": {"calls": expect_calls, "ordered": False, "allow_extra_calls": False, "no_call": not expect_calls,
                    "any_call": False, "reject": False, "completes": False, "content_contains_any": []},
     }
-    if mode == "stream":
+    if api != "chat":
+        choice = body["choices"][0]
+        wire = fakesurfaces.answer(api, choice["message"]["content"], None, choice["message"].get("tool_calls", []),
+                                   choice["finish_reason"], frozenset(), mode == "stream")
+        rec["api"] = api
+        rec["chunks" if mode == "stream" else "response"] = wire
+    elif mode == "stream":
         rec["chunks"] = chunks_of(body)
     else:
         rec["response"] = body

@@ -13,7 +13,7 @@ import json
 
 import attrs
 
-from toolmatrix.checks import CheckInput, leaked_markers, run_checks
+from toolmatrix.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
 from toolmatrix.exchange import Exchange
 from toolmatrix.formats import Family, ParseResult
 from toolmatrix.results import Blame, CheckResult, Evidence
@@ -59,10 +59,13 @@ def split_reasoning(text: str, markers: tuple[str, ...]) -> tuple[str | None, st
 
 def model_answer(words: ModelWords, request: dict) -> Exchange:
     """The model's own words as a non-streamed chat answer: its calls as parsed (an unreadable call keeps its raw
-    text as arguments), the rest of its text as content, its reasoning as ``reasoning_content``."""
+    text as arguments), the rest of its text as content, its reasoning as ``reasoning_content``. Arguments are
+    written in UTF-8, as the model wrote them, unless the model itself escaped non-ASCII text: an engine's \\u
+    re-escaping must not be found in the model's words."""
     calls = [
         {"id": f"model_{n}", "type": "function",
-         "function": {"name": c.name, "arguments": c.raw if c.arguments is None else json.dumps(c.arguments)}}
+         "function": {"name": c.name, "arguments": c.raw if c.arguments is None else json.dumps(
+             c.arguments, ensure_ascii=non_ascii_escape(c.raw) is not None)}}
         for n, c in enumerate(words.parsed.calls)
     ]
     message: dict = {"role": "assistant", "content": words.parsed.content or None}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -150,7 +151,8 @@ class _Loader:
     errors: list[SpecError] = attrs.field(factory=list)
     tool_sets: dict[str, dict[str, dict]] = attrs.field(factory=dict)
     docs: list[YamlDoc] = attrs.field(factory=list)
-    seen_ids: dict[str, str] = attrs.field(factory=dict)
+    seen_ids: dict[str, tuple[Path, str, dict]] = attrs.field(factory=dict)  # id -> first file, line, scenario
+    broken: dict[Path, set[int | None]] = attrs.field(factory=dict)  # per file: its cases that failed a check
 
     def read(self, path: Path) -> None:
         try:
@@ -161,12 +163,19 @@ class _Loader:
         self.add(doc)
 
     def add(self, doc: YamlDoc) -> None:
-        problems = (schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p)) or _embedded_schema_errors(doc)
-                    if self.validate else [])
+        """Check ``doc`` and keep what can be built from it: a problem in one case leaves the file's other cases
+        to their own checks (every mistake of a file shows in one run); one outside its cases (a field of the file,
+        its tools, YAML JSON cannot hold) leaves nothing of the file sound enough to judge further."""
+        problems = schema_errors(doc, SCHEMA, where_of=lambda p: _case_id_at(doc, p)) if self.validate else []
+        if doc.refusals or any(_case_index(p) is None for p in problems):
+            self.errors.extend(problems)
+            return
+        bad = {_case_index(p) for p in problems}
+        problems += _embedded_schema_errors(doc, bad) if self.validate else []
         self.errors.extend(problems)
-        if not problems:
-            self.docs.append(doc)
-            self.tool_sets[doc.path.stem] = doc.data.get("tools", {})
+        self.docs.append(doc)
+        self.broken[doc.path] = {_case_index(p) for p in problems}
+        self.tool_sets[doc.path.stem] = doc.data.get("tools", {})
 
     def resolve_tool(self, doc: YamlDoc, ref: Any, at: tuple, case_id: str) -> dict | None:
         if isinstance(ref, dict):
@@ -180,22 +189,35 @@ class _Loader:
         self.errors.append(doc.error(at, f"unknown tool {ref!r} (not in this file's tools nor a tool-set file)", case_id))
         return None
 
-    def cases(self) -> list[Case]:
-        out = []
+    def cases(self, wanted: set[Path]) -> list[Case]:
+        """Every case that passes its checks, of the files ``wanted``; checked are the cases of every file."""
+        out: dict[str, Case] = {}
         for doc in self.docs:
             for index, raw in enumerate(doc.data["cases"]):
-                case = self.build(doc, index, raw)
-                if case is not None:
-                    out.append(case)
-        return out
+                case = None if index in self.broken[doc.path] else self.build(doc, index, raw)
+                if case is not None and doc.path in wanted:
+                    out.setdefault(case.id, case)  # the same scenario in two files (see build) runs once
+        return list(out.values())
+
+    def checked(self, wanted: set[Path]) -> list[Case]:
+        """The cases of the files ``wanted``, once every file read is clean; else ``SpecErrors`` listing all."""
+        cases = self.cases(wanted)
+        if self.errors:
+            files = list(dict.fromkeys(e.file for e in self.errors))  # each file's problems together, by line
+            raise SpecErrors(sorted(self.errors, key=lambda e: (files.index(e.file), e.line or 0)))
+        return cases
 
     def build(self, doc: YamlDoc, index: int, raw: dict) -> Case | None:
         at = ("cases", index)
         case_id = raw["id"]
         before = len(self.errors)
-        if case_id in self.seen_ids:
-            self.errors.append(doc.error(at + ("id",), f"duplicate case id (first defined at {self.seen_ids[case_id]})", case_id))
-        self.seen_ids.setdefault(case_id, f"{doc.path}:{doc.line(at)}")
+        # An id names one scenario: a second file may repeat it only unchanged but for its description (a
+        # library file given again, a kept fuzz case written out again by fuzz-keep).
+        scenario = {k: v for k, v in raw.items() if k != "description"}
+        first_file, first, first_scenario = self.seen_ids.setdefault(
+            case_id, (doc.path, f"{doc.path}:{doc.line(at)}", scenario))
+        if first_scenario is not scenario and (first_file == doc.path or first_scenario != scenario):  # not itself
+            self.errors.append(doc.error(at + ("id",), f"duplicate case id (first defined at {first})", case_id))
         category = doc.data["category"]
         if not case_id.startswith(category + "."):
             self.errors.append(doc.error(at + ("id",), f"id must start with the file's category {category!r}", case_id))
@@ -256,12 +278,15 @@ def _tool_choice_problem(choice: Any, names: list[str]) -> str | None:
     return None
 
 
-def _embedded_schemas(data: Mapping[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
-    """Every JSON Schema a case file holds: tool parameters (its own tools, inline tools) and {schema: ...} matchers."""
+def _embedded_schemas(data: Mapping[str, Any], skip: set[int | None]) -> Iterator[tuple[JsonPath, Any]]:
+    """Every JSON Schema a case file holds: tool parameters (its own tools, inline tools) and {schema: ...} matchers
+    (not those of the cases in ``skip``, which failed the file's schema)."""
     for name, tool in data.get("tools", {}).items():
         if "parameters" in tool["function"]:
             yield ("tools", name, "function", "parameters"), tool["function"]["parameters"]
     for index, case in enumerate(data["cases"]):
+        if index in skip:
+            continue
         at = ("cases", index)
         for position, tool in enumerate(case.get("tools", [])):
             if isinstance(tool, dict) and "parameters" in tool["function"]:
@@ -281,10 +306,10 @@ def _matcher_schemas(at: JsonPath, expect: Mapping[str, Any]) -> Iterator[tuple[
                 yield at + ("calls", position, "arguments", argument) + inner + ("schema",), matcher["schema"]
 
 
-def _embedded_schema_errors(doc: YamlDoc) -> list[SpecError]:
+def _embedded_schema_errors(doc: YamlDoc, skip: set[int | None]) -> list[SpecError]:
     """A schema the checks cannot use would fail every exchange of its cases: refuse it when the file loads."""
     errors = []
-    for at, schema in _embedded_schemas(doc.data):
+    for at, schema in _embedded_schemas(doc.data, skip):
         problem = json_schema_problem(schema)
         if problem:
             inner, message = problem
@@ -301,6 +326,12 @@ def _case_id_at(doc: YamlDoc, path: tuple) -> str:
     return ""
 
 
+def _case_index(error: SpecError) -> int | None:
+    """The index of the case a problem is in; None for one outside the cases (a field of the file, its tools)."""
+    found = re.match(r"\$\.cases\[(\d+)\]", error.json_path)
+    return int(found.group(1)) if found else None
+
+
 def case_files(paths: Iterable[Path]) -> list[Path]:
     """Expand directories to their ``*.yaml``/``*.yml`` files (sorted, so ids keep a stable order)."""
     files: list[Path] = []
@@ -314,32 +345,49 @@ def case_files(paths: Iterable[Path]) -> list[Path]:
 
 def load_case_text(text: str, name: str, validate: bool = True) -> list[Case]:
     """The cases of one case file's YAML ``text`` made in this process (generated cases), loaded and checked as
-    the file ``name`` would be; raise ``SpecErrors`` listing all problems."""
-    loader = _Loader(validate)
+    the file ``name`` would be by ``load_cases``; raise ``SpecErrors`` listing all problems."""
     try:
         parsed = load_json_yaml(text)
     except yaml.YAMLError as exc:
         raise SpecErrors([SpecError(name, None, "", "$", f"invalid YAML: {exc}")]) from None
+    loader = _library_loader(validate, {})
     loader.add(YamlDoc(Path(name), parsed.data, parsed.lines, parsed.refusals))
-    cases = loader.cases()
-    if loader.errors:
-        raise SpecErrors(loader.errors)
-    return cases
+    return loader.checked({Path(name)})
+
+
+def library_dir() -> Path:
+    """The built-in case library (its tool-set files answer FILESTEM.NAME in every case file)."""
+    from toolmatrix.registry import data_root  # registry reads engines and models; cases need only its root
+
+    return data_root() / "cases"
+
+
+def _library_loader(validate: bool, given: dict[Path, Path]) -> _Loader:
+    """A loader that has read the built-in library, each of its files that is also ``given`` (resolved -> as
+    spelled) under the given name, which is then taken out of ``given``."""
+    loader = _Loader(validate)
+    for path in case_files([library_dir()]) if library_dir().is_dir() else []:
+        loader.read(given.pop(path.resolve(), path))
+    return loader
 
 
 def load_cases(paths: Iterable[Path], validate: bool = True) -> list[Case]:
-    """Load and validate every case file under ``paths``; raise ``SpecErrors`` listing all problems.
+    """The cases of the case files under ``paths``, checked together with the built-in library; raise
+    ``SpecErrors`` listing all problems of all files.
 
+    The library is read whether or not ``paths`` hold it: its tool-set files answer ``FILESTEM.NAME`` and its ids
+    stay taken, so a file is accepted or refused alike by ``toolmatrix validate FILE``, ``pytest --cases FILE``
+    (``paths``: the library and FILE) and ``--only-cases`` (FILE alone); only the cases of ``paths`` come back.
     ``validate=False`` skips the JSON Schema checks (the costliest part of loading: about a second for the
     library) where the very same files were validated already: in an xdist worker, after its controller."""
-    loader = _Loader(validate)
     files = case_files(paths)
     missing = [p for p in files if not p.exists()]
     if missing:
         raise SpecErrors(SpecError(str(p), None, "", "$", "no such file or directory") for p in missing)
-    for path in files:
+    given: dict[Path, Path] = {}
+    for path in files:  # a file named twice is read once
+        given.setdefault(path.resolve(), path)
+    loader = _library_loader(validate, given)  # the library first: a clash shows in the file that repeats an id
+    for path in given.values():
         loader.read(path)
-    cases = loader.cases()
-    if loader.errors:
-        raise SpecErrors(loader.errors)
-    return cases
+    return loader.checked(set(files))

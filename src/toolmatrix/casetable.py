@@ -1,8 +1,8 @@
-"""``toolmatrix cases``: the case library by category, as the Markdown the README shows.
+"""``toolmatrix cases``: the case library by category, as the Markdown docs/cases.md shows.
 
 Generated, never typed: each row is a category's case count and the first sentence of its file's
-``description``, so the README's count and table follow the files (tests/unit/test_case_library.py holds the
-README to this output).
+``description``, so the docs' count and table follow the files (tests/unit/test_case_library.py holds
+docs/cases.md to this output).
 """
 
 from __future__ import annotations
@@ -49,6 +49,6 @@ def _cmd_cases(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cases = sub.add_parser("cases", help="print the case library's category table (Markdown, as in the README)")
+    cases = sub.add_parser("cases", help="print the case library's category table (Markdown, as in docs/cases.md)")
     cases.add_argument("paths", nargs="*", default=[], help="case files or directories (default: the built-in library)")
     cases.set_defaults(func=_cmd_cases)

@@ -344,12 +344,19 @@ def check_ascii_escaping(ev: CheckInput) -> Finding:
     if not calls:
         return skipped("no call")
     for call in calls:
-        if isinstance(call.arguments, str):
-            # An escape, not an escaped backslash followed by 'u' (a user may send the text "\u00e9").
-            for match in re.finditer(r"(?<!\\)(?:\\\\)*\\u([0-9a-fA-F]{4})", call.arguments):
-                if int(match.group(1), 16) >= 0x80:
-                    return failed(ENGINE, f"{call.name}: non-ASCII escaped as \\u{match.group(1)} in {_short(call.arguments)}")
+        escape = non_ascii_escape(call.arguments) if isinstance(call.arguments, str) else None
+        if escape:
+            return failed(ENGINE, f"{call.name}: non-ASCII escaped as {escape} in {_short(call.arguments)}")
     return passed()
+
+
+def non_ascii_escape(text: str) -> str | None:
+    """The first \\uXXXX escape of a non-ASCII character in JSON text, or None. An escape, not an escaped backslash
+    followed by 'u' (a user may send the text "\\u00e9")."""
+    for match in re.finditer(r"(?<!\\)(?:\\\\)*\\u([0-9a-fA-F]{4})", text):
+        if int(match.group(1), 16) >= 0x80:
+            return f"\\u{match.group(1)}"
+    return None
 
 
 # -- API semantics -------------------------------------------------------------------------------------------
@@ -642,3 +649,10 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     if broken is not None:
         return Decision(Verdict.ERROR, broken.blame, f"{broken.name}: {broken.detail}")
     return Decision(Verdict.FAIL, first.blame, reason)
+
+
+def declared_reason(reason: str, checks: Iterable[Mapping[str, Any]]) -> str:
+    """An unsupported record's reason as the engine spec declares it: without the failing check's own words,
+    which ``judge`` appends as `` (CHECK: DETAIL)`` and which differ from record to record."""
+    first = next((c for c in checks if c["outcome"] == CheckOutcome.FAIL), None)
+    return reason.removesuffix(f" ({first['name']}: {first['detail']})") if first else reason

@@ -78,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=_cmd_install)
     from toolmatrix import casetable
     casetable.register(sub)
-    from toolmatrix import bfcl, gate, matrix, plan, show
+    from toolmatrix import bfcl, demo, gate, matrix, plan, show
     bfcl.register(sub)
+    demo.register(sub)
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)

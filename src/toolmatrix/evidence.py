@@ -173,6 +173,12 @@ SAME_GENERATION: dict[str, SameGeneration] = {
 }
 
 
+def client_request(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` as a client would send it: without the fields a same-generation protocol added for evidence."""
+    added = {key: value for same in SAME_GENERATION.values() for key, value in same.fields.items()}
+    return {key: value for key, value in body.items() if key not in added or added[key] != value}
+
+
 # -- the reference render ------------------------------------------------------------------------------------------
 
 

@@ -101,7 +101,9 @@ THOUGHT = "The user wants an answer."
 
 
 def hermes_text(calls: tuple[tuple[str, dict], ...]) -> str:
-    return "\n".join(f'<tool_call>\n{json.dumps({"name": n, "arguments": a})}\n</tool_call>' for n, a in calls)
+    """The calls as a model writes them: Hermes blocks, non-ASCII text in UTF-8 (a model writes no \\u escapes)."""
+    return "\n".join(f'<tool_call>\n{json.dumps({"name": n, "arguments": a}, ensure_ascii=False)}\n</tool_call>'
+                     for n, a in calls)
 
 
 def _bend_arguments(args: dict, faults: frozenset[str]) -> dict:
@@ -236,7 +238,9 @@ def stream_chunks(reply: Reply) -> list[dict]:
 
 def _invalid_tool_choice(body: dict) -> bool:
     choice = body.get("tool_choice")
-    if choice is None or choice in ("auto", "none", "required"):
+    if choice == "required":
+        return not body.get("tools")  # no tool to call: unsatisfiable (OpenAI answers 400)
+    if choice is None or choice in ("auto", "none"):
         return False
     if isinstance(choice, dict) and choice.get("type") == "function":
         offered = {t.get("function", {}).get("name") for t in body.get("tools", [])}

@@ -1,4 +1,8 @@
-"""The pre-deploy gate: compare a run with a baseline run and answer with an exit status.
+"""The pre-deploy gate: compare runs with baseline runs and answer with an exit status.
+
+Each side is a results directory or a folder of them (a snapshot, a run over several surfaces): each pair (model x
+engine x surface) is judged against the baseline's run of the same pair; a pair only one side holds is an input
+error. Two single runs are compared whatever their pairs (with a warning where they differ).
 
 Exit status: 0 the gate passed; 1 it failed (a case x mode that passed in the baseline does not pass now, or a
 category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable, invalid or damaged
@@ -23,12 +27,14 @@ from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from toolmatrix.passk import sample_stats
 from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info, read_samples,
-                                repro_command)
+                                repro_command, run_dirs)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 ALL = "*"  # --min-pass-rate '*=0.8': every category together
 Key = tuple[str, str]  # (case_id, mode)
+Loaded = tuple[RunInfo, dict[Key, list[Outcome]]]  # a run and the outcome of each sample of each case x mode
+Threshold = tuple["Measure", str, float]
 
 
 class GateInputError(Exception):
@@ -141,14 +147,13 @@ class Rate:
 
 @attrs.frozen
 class GateReport:
-    """Everything the gate found; ``exit_code`` is its answer."""
+    """Everything the gate found on one pair; ``exit_code`` is its answer."""
 
     pair: str
     baseline: str
     results: str
     judgements: tuple[Judgement, ...]
     rates: tuple[Rate, ...]  # one per threshold
-    unused_allow: tuple[AllowEntry, ...]
     warnings: tuple[str, ...]
     repro: Mapping[Key, str] = attrs.field(factory=dict, repr=False)
     tier: str = "live"  # replay: the engine's output parser fed given text (no model ran)
@@ -178,19 +183,60 @@ class GateReport:
             out.append(f"allowlisted: {len(allowed)} case x mode(s) not gated")
         if known:
             out.append(f"not gated: {len(known)} case x mode(s) failing but not passing in the baseline either")
-        out += [f"warning: allowlist entry {e.where} matched nothing (stale?)" for e in self.unused_allow]
         verdict = "PASSED" if self.exit_code == EXIT_PASS else (
             f"FAILED ({len(self.regressions)} regression(s), {len(self.breaches)} category(ies) under threshold)")
         return out + [f"gate: {verdict}"]
 
 
-def _load(path: Path, role: str) -> tuple[RunInfo, dict[Key, list[Outcome]]]:
-    """A run and the outcome of each sample of each of its case x mode (one, without ``--samples``)."""
+@attrs.frozen
+class Gating:
+    """The gate over every pair: a report each, and the allowlist entries that matched nothing in any."""
+
+    reports: tuple[GateReport, ...]
+    unused_allow: tuple[AllowEntry, ...]
+
+    @property
+    def exit_code(self) -> int:
+        return max(r.exit_code for r in self.reports)
+
+    def lines(self) -> list[str]:
+        out = [line for r in self.reports for line in r.lines()]
+        out += [f"warning: allowlist entry {e.where} matched nothing (stale?)" for e in self.unused_allow]
+        if len(self.reports) > 1:
+            failed = [r.pair for r in self.reports if r.exit_code != EXIT_PASS]
+            out.append(f"gate: {len(self.reports)} pairs: " + (
+                f"FAILED ({len(failed)} pair(s): {', '.join(failed)})" if failed else "PASSED"))
+        return out
+
+
+def _runs(root: Path, role: str) -> dict[str, Loaded]:
+    """Each pair's run at or under ``root``, read (one, without ``--samples``, outcome per case x mode)."""
     try:
-        info = read_run_info(path)
-        return info, read_samples(info)
+        directories = run_dirs(root)
+        runs: dict[str, Loaded] = {}
+        for directory in directories:
+            info = read_run_info(directory)
+            if info.pair in runs:  # which would be the pair's verdict is not the gate's to guess
+                raise GateInputError(f"{role}: {root} holds two runs of {info.pair}: {runs[info.pair][0].path} "
+                                     f"and {directory}; name one")
+            runs[info.pair] = info, read_samples(info)
+        return runs
     except ResultsError as exc:
         raise GateInputError(f"{role}: {exc}") from None
+
+
+def _pairs(before: dict[str, Loaded], now: dict[str, Loaded], baseline: Path,
+           results: Path) -> list[tuple[Loaded, Loaded]]:
+    """(baseline run, run) of each pair; two single runs are a pair whatever their pairs."""
+    if len(before) == 1 and len(now) == 1:
+        return [(*before.values(), *now.values())]
+    missing = [f"pair {p} is in the results but not in the baseline {baseline}"
+               for p in sorted(now.keys() - before.keys())]
+    missing += [f"pair {p} is in the baseline but not in the results {results}"
+                for p in sorted(before.keys() - now.keys())]
+    if missing:
+        raise GateInputError("; ".join(missing))
+    return [(before[p], now[p]) for p in sorted(now)]
 
 
 def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
@@ -215,17 +261,26 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
     return judgements
 
 
-def _rates(judgements: list[Judgement], samples: dict[Key, list[Outcome]],
-           thresholds: Iterable[tuple[Measure, str, float]], known: set[str]) -> list[Rate]:
-    """Each threshold over the results' records that are not allowlisted."""
-    now = {key: fold(outcomes) for key, outcomes in samples.items()}
-    gated = [j for j in judgements if j.key in now and j.ruling is not Ruling.ALLOWED]
-    rates = []
+def _check_thresholds(thresholds: Iterable[Threshold], known: set[str]) -> None:
+    """GateInputError for a threshold on a category no run on either side holds (a typo gates nothing)."""
     for measure, category, threshold in thresholds:
         if category != ALL and category not in known:
             raise GateInputError(f"--{Rate(measure, category, 0, 0, threshold).option.replace('_', '-')} "
                                  f"{category}={threshold}: unknown category {category!r} "
                                  f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _categories(*runs: Loaded) -> set[str]:
+    return {o.category for _, samples in runs for outcomes in samples.values() for o in outcomes}
+
+
+def _rates(judgements: list[Judgement], samples: dict[Key, list[Outcome]],
+           thresholds: Iterable[Threshold]) -> list[Rate]:
+    """Each threshold over the results' records that are not allowlisted."""
+    now = {key: fold(outcomes) for key, outcomes in samples.items()}
+    gated = [j for j in judgements if j.key in now and j.ruling is not Ruling.ALLOWED]
+    rates = []
+    for measure, category, threshold in thresholds:
         scope = [j for j in gated if category in (ALL, j.category)]
         present = any(category in (ALL, o.category) for o in now.values())
         if measure is Measure.PASS_LOWER:
@@ -253,34 +308,45 @@ def _lower_rate(category: str, threshold: float, present: bool, samples: dict[Ke
 
 def run_gate(baseline: Path, results: Path, *, min_pass_rates: Mapping[str, float] | None = None,
              min_conformance: Mapping[str, float] | None = None, min_pass_lower: Mapping[str, float] | None = None,
-             allowlist: Path | None = None, junit_xml: Path | None = None) -> GateReport:
-    """Judge ``results`` against ``baseline`` (both results directories). Raises GateInputError for exit 2."""
+             allowlist: Path | None = None, junit_xml: Path | None = None) -> Gating:
+    """Judge ``results`` against ``baseline`` (each a results directory or a folder of them), pair by pair.
+    Raises GateInputError for exit 2."""
     allow = load_allowlist(allowlist) if allowlist else ()
-    base_info, base_samples = _load(baseline, "baseline")
+    before, now = _runs(baseline, "baseline"), _runs(results, "results")
+    pairs = _pairs(before, now, baseline, results)
+    thresholds = [(Measure.PASS_RATE, c, t) for c, t in (min_pass_rates or {}).items()]
+    thresholds += [(Measure.CONFORMANCE, c, t) for c, t in (min_conformance or {}).items()]
+    thresholds += [(Measure.PASS_LOWER, c, t) for c, t in (min_pass_lower or {}).items()]
+    _check_thresholds(thresholds, _categories(*before.values(), *now.values()))
+    used: set[AllowEntry] = set()
+    gating = Gating(tuple(_gate_pair(base, run, allow, used, thresholds) for base, run in pairs),
+                    tuple(e for e in allow if e not in used))
+    if junit_xml is not None:
+        write_junit(gating, junit_xml)
+    return gating
+
+
+def _gate_pair(baseline: Loaded, results: Loaded, allow: tuple[AllowEntry, ...], used: set[AllowEntry],
+               thresholds: list[Threshold]) -> GateReport:
+    """One pair's run against its baseline run; ``used`` gathers the allowlist entries that matched. A threshold
+    on a category neither run holds does not apply to the pair."""
+    (base_info, base_samples), (info, samples) = baseline, results
     if not base_samples:
-        raise GateInputError(f"baseline: {baseline}: no records (a gate against nothing would always pass)")
-    info, samples = _load(results, "results")
+        raise GateInputError(f"baseline: {base_info.path}: no records (a gate against nothing would always pass)")
     before = {key: fold(outcomes) for key, outcomes in base_samples.items()}
     now = {key: fold(outcomes) for key, outcomes in samples.items()}
     warnings = []
     if base_info.pair != info.pair:
         warnings.append(f"comparing different pairs: results {info.pair}, baseline {base_info.pair}")
-    used: set[AllowEntry] = set()
     judgements = _judge(info.pair, before, now, allow, used)
-    known = {o.category for o in (*before.values(), *now.values())}
-    thresholds = [(Measure.PASS_RATE, c, t) for c, t in (min_pass_rates or {}).items()]
-    thresholds += [(Measure.CONFORMANCE, c, t) for c, t in (min_conformance or {}).items()]
-    thresholds += [(Measure.PASS_LOWER, c, t) for c, t in (min_pass_lower or {}).items()]
-    rates = _rates(judgements, samples, thresholds, known)
+    known = _categories(baseline, results)
+    rates = _rates(judgements, samples, [t for t in thresholds if t[1] in (ALL, *known)])
     prefix = info.run.repro_prefix()
-    report = GateReport(
-        info.pair, f"{baseline} (run {base_info.run_id})", f"{results} (run {info.run_id})", tuple(judgements),
-        tuple(rates), tuple(e for e in allow if e not in used), tuple(warnings),
+    return GateReport(
+        info.pair, f"{base_info.path} (run {base_info.run_id})", f"{info.path} (run {info.run_id})",
+        tuple(judgements), tuple(rates), tuple(warnings),
         {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION},
         info.run.engine.get("tier", "live"))
-    if junit_xml is not None:
-        write_junit(report, junit_xml)
-    return report
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -290,8 +356,20 @@ def _xml(text: str) -> str:
     return _XML_BAD.sub("\ufffd", text)  # model output may hold characters XML 1.0 cannot carry
 
 
-def write_junit(report: GateReport, path: Path) -> None:
-    """One test per case x mode (failure = regression, skipped = not gated) and one per threshold."""
+def write_junit(gating: Gating, path: Path) -> None:
+    """A testsuite per pair: one test per case x mode (failure = regression, skipped = not gated) and one per
+    threshold."""
+    xml = JUnitXml("toolmatrix gate")
+    for report in gating.reports:
+        xml.add_testsuite(_junit_suite(report))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        xml.write(str(path), pretty=True)
+    except OSError as exc:
+        raise GateInputError(f"--junit-xml {path}: cannot write: {exc.strerror}") from None
+
+
+def _junit_suite(report: GateReport) -> TestSuite:
     suite = TestSuite(_xml(f"toolmatrix gate {report.pair}"))
     for v in report.judgements:
         case = TestCase(_xml(f"{v.key[0]}[{v.key[1]}]"), classname=_xml(f"{report.pair}.{v.category}"))
@@ -307,38 +385,35 @@ def write_junit(report: GateReport, path: Path) -> None:
         if rate.breached:
             case.result = [Failure(_xml(str(rate)), type_="threshold")]
         suite.add_testcase(case)
-    xml = JUnitXml("toolmatrix gate")
-    xml.add_testsuite(suite)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        xml.write(str(path), pretty=True)
-    except OSError as exc:
-        raise GateInputError(f"--junit-xml {path}: cannot write: {exc.strerror}") from None
+    return suite
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
     try:
-        report = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
+        gating = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
                           min_conformance=dict(args.min_conformance), min_pass_lower=dict(args.min_pass_lower),
                           allowlist=args.allow, junit_xml=args.junit_xml)
     except GateInputError as exc:
         print(f"toolmatrix gate: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    for line in report.lines():
+    for line in gating.lines():
         print(line)
-    return report.exit_code
+    return gating.exit_code
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``toolmatrix gate``."""
     parser = subparsers.add_parser(
         "gate", help="fail when results regress against a baseline",
-        description="Compare a results directory with a baseline results directory. Exit status: 0 passed; "
+        description="Compare results with baseline results, pair by pair: each side a results directory or a "
+                    "folder of them (a snapshot, a run over several surfaces). Exit status: 0 passed; "
                     "1 failed (a case x mode that passed in the baseline does not pass now, or a category is under "
                     "its --min-pass-rate, --min-conformance or --min-pass-lower); 2 usage or input error (missing or invalid baseline, results or "
-                    "allowlist).")
-    parser.add_argument("--baseline", metavar="DIR", type=Path, required=True, help="the baseline results directory")
-    parser.add_argument("--results", metavar="DIR", type=Path, required=True, help="the results directory to judge")
+                    "allowlist, or a pair only one side holds).")
+    parser.add_argument("--baseline", metavar="DIR", type=Path, required=True,
+                        help="the baseline: a results directory or a folder of them")
+    parser.add_argument("--results", metavar="DIR", type=Path, required=True,
+                        help="the results to judge: a results directory or a folder of them")
     parser.add_argument("--min-pass-rate", metavar="CATEGORY=RATE", type=parse_threshold, action="append", default=[],
                         help="fail when CATEGORY's pass rate is under RATE (0.9 or 90%%; '*' = all); repeatable")
     parser.add_argument("--min-conformance", metavar="CATEGORY=RATE", type=parse_threshold, action="append",

@@ -207,7 +207,7 @@ def emit_github(plan: Plan, args: argparse.Namespace) -> str:
 
 def emit_kubernetes(plan: Plan, args: argparse.Namespace) -> str:
     if not args.toolmatrix_image:
-        raise EmitError("--emit kubernetes needs --toolmatrix-image IMAGE (none is published: build one, README)")
+        raise EmitError("--emit kubernetes needs --toolmatrix-image IMAGE (none is published: build one, docs/scale-out.md)")
     return manifests(plan, command_line=command_line(args), toolmatrix_image=args.toolmatrix_image,
                      namespace=args.namespace, results_claim=args.results_claim, models_claim=args.models_claim,
                      env_secret=args.env_secret)
@@ -292,7 +292,7 @@ def register(subparsers: Any) -> None:
     emit.add_argument("--baseline", metavar="PATH", help="github-actions: gate each shard against PATH/<shard>, "
                       "a results root of an earlier run of the same plan in the repository")
     emit.add_argument("--toolmatrix-image", metavar="IMAGE", help="kubernetes (required): an image with "
-                      "toolmatrix installed; none is published (README: how to build one)")
+                      "toolmatrix installed; none is published (docs/scale-out.md: how to build one)")
     emit.add_argument("--namespace", metavar="NS", help="kubernetes: the Jobs' namespace (default: none given)")
     emit.add_argument("--results-claim", default=DEFAULT_RESULTS_CLAIM, metavar="PVC",
                       help=f"kubernetes: claim for the results, /results/<shard>/<pod> (default {DEFAULT_RESULTS_CLAIM})")

@@ -71,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group.addoption("--launcher", choices=sorted(LAUNCHERS), default=None, help="how to start the engine (default: process, or external with --base-url)")
     group.addoption("--variant", metavar="NAME", help="docker variant of the engine spec, with --launcher=docker (e.g. llamacpp: cpu, local)")
     group.addoption("--cases", metavar="PATH", action="append", default=[], help="extra case file or directory, or bfcl:CATEGORY (BFCL's data, converted at run time; repeatable)")
-    group.addoption("--only-cases", action="store_true", help="use only the --cases files, not the built-in library")
+    group.addoption("--only-cases", action="store_true", help="run only the --cases files' cases, not the built-in library's (its tool sets stay usable)")
     group.addoption("--results-dir", metavar="DIR", help="write DIR/results.jsonl and DIR/run.json")
     group.addoption("--no-matrix", action="store_true", help="do not build the matrix page into DIR/matrix after the run")
     group.addoption("--slots", metavar="N", type=positive_int, default=2, help="parallel request slots the engine is started with (default 2)")

@@ -343,11 +343,6 @@ class Run:
         """The matrix cell: the pair, and the surface where it is not Chat Completions."""
         return self.pair if self.api == "chat" else f"{self.pair} [{self.api}]"
 
-    @property
-    def column(self) -> str:
-        """The page's column: the engine, and the surface where it is not Chat Completions."""
-        return self.engine_id if self.api == "chat" else f"{self.engine_id} [{self.api}]"
-
     @classmethod
     def from_dict(cls, data: dict) -> Run:
         return _converter.structure({**data, "schema_version": SCHEMA_VERSION}, cls)
@@ -530,6 +525,20 @@ class Line(NamedTuple):
     @property
     def record(self) -> Record:
         return _converter.structure(self.data, Record)
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """``root`` if it is a results directory (or the wreck of one, for ``read_run_info`` to name), else every
+    results directory below it (a snapshot's pairs, a run over several surfaces), in a stable order; ResultsError
+    when there is none."""
+    if not root.is_dir():
+        raise ResultsError(f"{root}: {'not a directory' if root.exists() else 'does not exist'}")
+    if any((root / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
+        return [root]
+    found = sorted(p.parent for p in root.rglob(RUN))
+    if not found:
+        raise ResultsError(f"{root}: no results directory in it (no {RUN})")
+    return found
 
 
 def read_run_info(directory: Path) -> RunInfo:

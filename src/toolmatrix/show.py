@@ -1,8 +1,9 @@
-"""``toolmatrix show``: one record, whole, for a person who disagrees with a red cell.
+"""``toolmatrix show``: one record, for a person who disagrees with a red cell.
 
-The request as sent, the answer, the model's own raw text, the checks and the blame, then a ``curl`` that sends
-the same request to any OpenAI-compatible server (the key as ``$VAR``, never its value) and the pytest command
-that runs the case again.
+By default the brief view: the verdict and blame, the reason, the failing checks, what the answer said, the model's
+own raw text (capped), then a ``curl`` that sends the request again as a client would (the harness's own evidence
+fields left out, the key as ``$VAR``, never its value) and the pytest command that runs the case again. ``--full``
+adds every check, the request as sent and the answer as it came.
 """
 
 from __future__ import annotations
@@ -15,23 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolmatrix.results import RUN, Record, ResultsError, Run, read_run_info, repro_command, scan_records
+from toolmatrix.evidence import client_request
+from toolmatrix.exchange import Exchange
+from toolmatrix.results import Record, ResultsError, Run, read_run_info, repro_command, run_dirs, scan_records
 from toolmatrix.surfaces import MESSAGES, surface
 
 # A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
 GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")
-ANSWER_CAP = 4000  # characters of an answer or raw text shown; the record holds all of it
-
-
-def run_dirs(root: Path) -> list[Path]:
-    """``root`` if it is a results directory, else the results directories below it: a snapshot's pairs, and a
-    run over several surfaces (``DIR/API``), one or two levels down."""
-    if (root / RUN).is_file():
-        return [root]
-    found = sorted(p.parent for pattern in (f"*/{RUN}", f"*/*/{RUN}") for p in root.glob(pattern))
-    if not found:
-        raise ResultsError(f"{root}: no {RUN} here or one level down: not a results directory")
-    return found
+ANSWER_CAP = 4000  # characters of an answer or raw text shown by --full; the record holds all of it
+NO_BASE_URL = "set BASE_URL to your server, e.g. http://127.0.0.1:8080/v1"  # bash's word where it is unset
+BRIEF_CAP = 600  # characters of the model's raw text, or of one said thing, in the brief view
 
 
 def parse_selector(text: str, mode: str | None) -> tuple[str, str | None]:
@@ -55,23 +49,25 @@ def find_records(root: Path, case_id: str, mode: str | None, pair: str | None) -
 
 
 def curl_command(run: Run, request: dict) -> str:
-    """A shell command that sends ``request`` again over the run's surface: to ``$BASE_URL`` (default: where it
-    went), with the run's key variable, never a key."""
-    base = run.engine.get("base_url") or "http://127.0.0.1:8080/v1"
+    """A shell command that sends ``request`` again over the run's surface as a client would (without the fields
+    the harness adds for evidence), with the run's key variable, never a key. The URL is ``$BASE_URL``: by default
+    the server a ``--base-url`` run reached; a server the run started itself is gone, so there it must be set."""
+    base = run.engine.get("base_url") if run.engine.get("launcher") == "external" else None
+    url = f"${{BASE_URL:-{base}}}" if base else f"${{BASE_URL:?{NO_BASE_URL}}}"
     key_var = run.option("--api-key-env")
-    lines = [f'curl -sS{"N" if request.get("stream") else ""} "${{BASE_URL:-{base}}}{surface(run.api).path}"',
+    lines = [f'curl -sS{"N" if request.get("stream") else ""} "{url}{surface(run.api).path}"',
              "-H 'Content-Type: application/json'"]
     if run.api == MESSAGES:  # the anthropic client's headers
         lines.append("-H 'anthropic-version: 2023-06-01'")
     if key_var:
         lines.append(f'-H "x-api-key: ${key_var}"' if run.api == MESSAGES else f'-H "Authorization: Bearer ${key_var}"')
     lines.append("--data-binary @- <<'JSON'")
-    # Indented JSON never holds a line that is just JSON: the here-document ends where it should.
-    return " \\\n  ".join(lines) + "\n" + json.dumps(request, indent=2, ensure_ascii=False) + "\nJSON"
+    # One line of JSON starts with "{": never the line that ends the here-document.
+    return " \\\n  ".join(lines) + "\n" + json.dumps(client_request(request), ensure_ascii=False) + "\nJSON"
 
 
-def _capped(text: str) -> str:
-    return text if len(text) <= ANSWER_CAP else text[:ANSWER_CAP] + f"\n... ({len(text) - ANSWER_CAP} more characters)"
+def _capped(text: str, limit: int = ANSWER_CAP) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n... (cut: {len(text) - limit} more characters)"
 
 
 def _answer(exchange: Any) -> str:
@@ -85,13 +81,37 @@ def _answer(exchange: Any) -> str:
     return _capped(exchange.raw_text or "(empty)")
 
 
-def _checks(checks: Any) -> list[str]:
-    return [f"  {c.outcome.upper():<11} {c.name}" + (f" [{c.blame}]" if c.failed and c.blame else "")
-            + (f": {c.detail}" if c.detail else "") for c in checks]
+def _said(api: str, answer: Any) -> list[str]:
+    """What the answer said, read as the surface's client reads it: finish reason, content, reasoning, calls."""
+    stream = answer.chunks is not None
+    message = None if answer.error else Exchange("stream" if stream else "nonstream", {}, answer.http_status,
+                                                 answer.response, tuple(answer.chunks or ()), api=api).message()
+    if message is None:  # an error or a body with no message: the body itself, short
+        body = answer.raw_text if answer.response is None else json.dumps(answer.response, ensure_ascii=False)
+        return [f"  (no message: {_capped(answer.error or body or 'empty', BRIEF_CAP)})"]
+    out = [f"  finish_reason: {message.finish_reason}", f"  content: {_brief(message.content)}"]
+    if message.reasoning is not None:
+        out.append(f"  reasoning: {_brief(message.reasoning)}")
+    out.append(f"  calls: {len(message.tool_calls)}")
+    out += [f"    {call.name} {_brief(call.arguments)}" for call in message.tool_calls]
+    return out
 
 
-def render(run: Run, record: Record) -> str:
-    """The record as a person reads it."""
+def _brief(value: Any) -> str:
+    text = value if isinstance(value, str) and value else json.dumps(value, ensure_ascii=False)
+    return _capped(text, BRIEF_CAP)
+
+
+def _checks(checks: Any, full: bool) -> list[str]:
+    shown = [c for c in checks if full or c.failed]
+    out = [f"  {c.outcome.upper():<11} {c.name}" + (f" [{c.blame}]" if c.failed and c.blame else "")
+           + (f": {c.detail}" if c.detail else "") for c in shown]
+    others = len(checks) - len(shown)
+    return out + ([f"  ({others} others passed or were skipped)"] if others else [])
+
+
+def render(run: Run, record: Record, full: bool = False) -> str:
+    """The record as a person reads it: brief, or ``full`` with every check, the request and the answer."""
     blame = f", blamed {record.blame} (decided by {record.blamed_by})" if record.blame else ""
     out = [f"{record.case_id} [{record.mode}] on {run.pair}, run {run.run_id}: {record.verdict.value.upper()}{blame}",
            f"engine: {run.engine.get('id')} {run.engine.get('version') or ''}  flags: {shlex.join(run.engine.get('flags') or [])}"]
@@ -99,21 +119,29 @@ def render(run: Run, record: Record) -> str:
         out.append(f"case: {record.description}")
     if record.reason:
         out.append(f"reason: {record.reason}")
-    out += ["", "checks:", *_checks(record.checks), "", "request (as sent):",
-            json.dumps(record.request, indent=2, ensure_ascii=False), "", f"answer (HTTP {record.http_status}):",
-            _answer(record)]
+    out += ["", "checks:" if full else "failing checks:", *_checks(record.checks, full)]
+    if full:
+        out += ["", "request (as sent):", json.dumps(record.request, indent=2, ensure_ascii=False), "",
+                f"answer (HTTP {record.http_status}):", _answer(record)]
+    out += ["", "the answer said:", *_said(record.api, record)]
     evidence = record.evidence
     if evidence is not None:
         out += ["", f"the model's own raw text (evidence {evidence.label}"
                 + (f": {evidence.reason}" if evidence.reason else "") + "):",
-                _capped(evidence.raw_text) if evidence.raw_text is not None else "(none)"]
+                _capped(evidence.raw_text, ANSWER_CAP if full else BRIEF_CAP)
+                if evidence.raw_text is not None else "(none)"]
     if record.followup is not None:
         follow = record.followup
-        out += ["", "second turn (tool results sent back):", *_checks(follow.checks), json.dumps(
-            follow.request, indent=2, ensure_ascii=False), f"answer (HTTP {follow.http_status}):", _answer(follow)]
+        out += ["", "second turn (tool results sent back):", *_checks(follow.checks, full)]
+        if full:
+            out += [json.dumps(follow.request, indent=2, ensure_ascii=False),
+                    f"answer (HTTP {follow.http_status}):", _answer(follow)]
+        out += ["its answer said:", *_said(record.api, follow)]
     if record.tier == "live":  # a replayed fixture was never sent to a server: it is fed to the parser again
-        out += ["", "send it again (to any server: set BASE_URL):", curl_command(run, record.request)]
+        out += ["", "send it again, as a client would:", curl_command(run, record.request)]
     out += ["", "run the case again:", repro_command(run.repro_prefix(), record.case_id, record.mode)]
+    if not full:
+        out += ["", "(--full: every check, the request as sent and the answer as it came)"]
     return "\n".join(out)
 
 
@@ -134,15 +162,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"toolmatrix show: case {case_id!r} is in {len(pairs)} pairs' results; choose one with --pair: "
               + ", ".join(pairs), file=sys.stderr)
         return 2
-    print("\n\n".join(render(run, record) for run, record in found))
+    print("\n\n".join(render(run, record, args.full) for run, record in found))
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    show = subparsers.add_parser("show", help="one record whole: request, answer, raw model text, checks, blame, "
-                                              "and a curl that sends it again")
+    show = subparsers.add_parser("show", help="one record: verdict, blame, failing checks, what the answer said, "
+                                              "the model's raw text, and a curl that sends it again")
     show.add_argument("results", help="a results directory, or a folder of them (a snapshot)")
     show.add_argument("selector", help="a case id (single.weather), or a failing line of `toolmatrix gate`")
     show.add_argument("--mode", choices=("nonstream", "stream"), help="one mode (default: both, or the gate line's)")
     show.add_argument("--pair", metavar="MODEL@ENGINE", help="which pair, where the folder holds several")
+    show.add_argument("--full", action="store_true", help="every check, the request as sent and the answer as it came")
     show.set_defaults(func=_cmd_show)

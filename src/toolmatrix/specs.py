@@ -11,7 +11,7 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import attrs
 import jsonschema
@@ -155,9 +155,45 @@ def schema_errors(doc: YamlDoc, schema_name: str, where_of=None) -> list[SpecErr
     for error in sorted(_validator(schema_name).iter_errors(doc.data), key=lambda e: list(map(str, e.path))):
         # anyOf/oneOf failures: report the most specific sub-error, it names the real field.
         best = jsonschema.exceptions.best_match([error]) if error.context else error
+        best, message = unknown_operator(best) or (best, _describe(best))
         path = tuple(best.absolute_path)
-        errors.append(doc.error(path, _describe(best), _where(where_of, path)))
+        errors.append(doc.error(path, message, _where(where_of, path)))
     return errors
+
+
+def unknown_operator(error: jsonschema.ValidationError) -> tuple[jsonschema.ValidationError, str] | None:
+    """A key no branch knows, or two operators in one object, in a choice among one-key operator objects
+    ({regx: ...} for a matcher): the keys that would do, read from the choice itself, instead of what its closest
+    branch wanted. Of ``error`` and the choices it lies in, the innermost such."""
+    while error is not None:
+        operators = _operator_keys(error)  # [] unless the instance is an object
+        unknown = [k for k in error.instance if k not in operators] if operators else []
+        if unknown:
+            return error, f"unknown key {unknown[0]!r}: expected one of {', '.join(operators)}"
+        if operators and len(error.instance) != 1:
+            given = " and ".join(map(repr, error.instance)) + " together" if error.instance else "an empty object"
+            return error, f"{given}: expected one of {', '.join(operators)}"
+        error = error.parent
+    return None
+
+
+def _operator_keys(error: jsonschema.ValidationError) -> list[str]:
+    """The operators of an anyOf/oneOf ``error`` on an object where every branch that takes objects is an object
+    of one required key and nothing else (two or more of them); none for any other error."""
+    if error.validator not in ("anyOf", "oneOf") or not isinstance(error.instance, dict):
+        return []
+    keys = []
+    for branch in error.validator_value:
+        if branch.get("additionalProperties") is False and len(branch.get("required", ())) == 1:
+            keys.append(branch["required"][0])
+        elif not _refuses_objects(branch):
+            return []
+    return keys if len(keys) > 1 else []
+
+
+def _refuses_objects(schema: Mapping[str, Any]) -> bool:
+    types = schema.get("type", "object")
+    return schema.get("not") == {"type": "object"} or "object" not in ([types] if isinstance(types, str) else types)
 
 
 def _where(where_of, path: JsonPath) -> str:

@@ -65,6 +65,7 @@ class Surface:
     """One API surface: where requests go, how a chat request is said there, and how its answers read."""
 
     id: str
+    name: str  # as a person knows it (the page's label)
     path: str  # below the base URL's /v1
     wire_schema: str  # the JSON Schema file with $defs completion, chunk (and error, where checked)
     checks_error_shape = True  # a 4xx answer in the surface's own error shape (wire_shape)
@@ -94,6 +95,7 @@ class Surface:
 
 class Chat(Surface):
     id, path, wire_schema = CHAT, "/chat/completions", "chat-response.schema.json"
+    name = "Chat Completions"
     checks_error_shape = False  # engines' chat errors predate this check; the openai client copes with any shape
 
     def request(self, chat: dict) -> dict:
@@ -212,6 +214,7 @@ def _output_message(items: list, status: Any, incomplete: Any) -> Message:
 
 class Responses(Surface):
     id, path, wire_schema = RESPONSES, "/responses", "responses.schema.json"
+    name = "Responses"
 
     def request(self, chat: dict) -> dict:
         renamed = {"messages": None, "tools": None, "tool_choice": None, "max_tokens": "max_output_tokens"}
@@ -391,6 +394,7 @@ def _block_message(blocks: list, stop: Any) -> Message:
 
 class Messages(Surface):
     id, path, wire_schema = MESSAGES, "/messages", "messages.schema.json"
+    name = "Anthropic Messages"
 
     def request(self, chat: dict) -> dict:
         moved = ("messages", "tools", "tool_choice", "parallel_tool_calls")

@@ -82,12 +82,14 @@ def page(browser, matrix):
 
 
 def cell(page, pair: str):
-    return page.locator(f"td.cell[data-pair='{pair}']")
+    """The live table's cell of ``pair``: one surface's cell inside its engine's column."""
+    return page.locator(f"#matrix .cell[data-pair='{pair}']")
 
 
 def test_cells_render_with_rates_counts_categories_and_history(page):
     assert page.locator("#matrix tbody tr").count() == 2  # m1, m2
-    assert page.locator("td.cell").count() == 3 and page.locator("td.empty").count() == 1  # m2@e1 never ran
+    assert page.locator("#matrix .cell").count() == 3 and page.locator("td.empty").count() == 1  # m2@e1 never ran
+    assert page.locator("#matrix .surface").count() == 0  # Chat Completions alone: its cells need no name
     assert page.locator("#matrix thead th[data-engine='e2'] .flags").inner_text() == f"--tool-call-parser {IMG}"
     m1e1 = cell(page, "m1@e1")
     assert m1e1.locator(".rate").inner_text() == "63%"  # 5 of 8
@@ -255,22 +257,64 @@ def test_replay_cells_are_a_table_of_their_own_with_the_reason_in_each_empty_cel
 
 @pytest.fixture(scope="module")
 def with_surfaces(tmp_path_factory) -> Path:
-    """One pair over Chat Completions and over the Responses API: two cells, two columns."""
+    """m1 on e1 over Chat Completions, the Responses API and the Messages API (a wrong call over Responses, in
+    that surface's own shapes); m2 on e1 over Chat Completions only."""
     root = tmp_path_factory.mktemp("surfaces")
     write_results(root / "chat", suite({"single.a": "pass", "single.b": "pass"}))
-    write_results(root / "responses", suite({"single.a": "pass", "single.b": "fail"}), run_id="run-2", api="responses")
+    wrong = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])
+    write_results(root / "responses", [*suite({"single.a": "pass"}, api="responses"),
+                                       *suite({"single.b": "fail"}, api="responses", body=wrong)],
+                  run_id="run-2", api="responses")
+    write_results(root / "messages", suite({"single.a": "pass", "single.b": "pass"}, api="messages"),
+                  run_id="run-3", api="messages")
+    write_results(root / "m2", suite({"single.a": "pass"}), model="m2", run_id="run-4")
     build_matrix([root], root / "matrix")
     return root / "matrix" / "index.html"
 
 
-def test_each_surface_is_a_column_of_its_own(browser, with_surfaces):
+def test_the_surfaces_of_an_engine_are_cells_inside_its_one_column(browser, with_surfaces):
     page = open_page(browser, with_surfaces)
-    assert page.locator("#matrix thead th").all_inner_texts()[1:] == [
-        "e1\nb1234\n--jinja", "e1 [responses]\nb1234\n--jinja"]
-    assert cell(page, "m1@e1").locator(".rate").inner_text() == "100%"
-    over = cell(page, "m1@e1 [responses]")
-    assert over.locator(".rate").inner_text() == "50%"
-    over.locator("button").click()
+    assert page.locator("#matrix thead th").all_inner_texts()[1:] == ["e1\nb1234\n--jinja"]
+    column = page.locator("#matrix td.column[data-model='m1'][data-engine='e1']")
+    assert column.locator(".cell").evaluate_all("els => els.map(e => e.dataset.api)") == ["chat", "responses", "messages"]
+    assert column.locator(".surface").all_inner_texts() == ["Chat Completions", "Responses", "Anthropic Messages"]
+    assert [c.inner_text() for c in column.locator(".rate").all()] == ["100%", "50%", "100%"]
+    assert "lv-warn" in cell(page, "m1@e1 [responses]").get_attribute("class")  # 50 %: its own colour
+    # m2 went over Chat Completions only: the other surfaces say so, in line with m1's
+    assert page.locator("td.column[data-model='m2'] .cell.not-run").all_inner_texts() == [
+        "Responses: not run", "Anthropic Messages: not run"]
+    cell(page, "m1@e1 [responses]").locator("button").click()
+    assert "selected" in cell(page, "m1@e1 [responses]").get_attribute("class")
+    assert "selected" not in cell(page, "m1@e1").get_attribute("class")
     assert page.locator("#detail h2").inner_text() == "m1@e1 [responses]"
-    assert page.locator("#detail details.case[data-case='single.b']").count() == 2
+    case = page.locator("#detail details.case[data-case='single.b'][data-mode='stream']")
+    case.locator("summary").click()
+    # The diff reads the Responses events as the Responses client does: the call the model made, not "no call"
+    assert case.locator("pre.diff span.add").all_inner_texts() == ['+        "city": "Pariss"']
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def unserved(tmp_path_factory) -> Path:
+    """A pair over Chat Completions and over a surface its engine does not serve (every record unsupported)."""
+    root = tmp_path_factory.mktemp("unserved")
+    write_results(root / "chat", suite({"single.a": "pass", "single.b": "fail"}))
+    reason = f"api.messages: e1 has no /v1/messages route {SCRIPT}"
+    write_results(root / "messages", suite({"single.a": "unsupported", "single.b": "unsupported"}, reason=reason),
+                  run_id="run-2", api="messages")
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_a_surface_the_engine_does_not_serve_is_grey_with_its_reason_not_a_red_0_percent(browser, unserved):
+    page = open_page(browser, unserved)
+    over = cell(page, "m1@e1 [messages]")
+    assert "lv-none" in over.get_attribute("class") and "lv-bad" not in over.get_attribute("class")
+    assert over.locator(".rate").inner_text() == "unsupported"
+    assert over.locator(".unsupported-reason").inner_text() == f"api.messages: e1 has no /v1/messages route {SCRIPT}"
+    assert over.locator("ul.cats li").count() == 0 and over.locator(".conformance").count() == 0
+    assert "lv-warn" in cell(page, "m1@e1").get_attribute("class")  # a real failure keeps its colour
+    over.locator("button").click()
+    assert page.locator("#detail p.unsupported-reason").inner_text().startswith("Every case unsupported: api.messages")
+    assert page.locator("script").count() == 2  # the reason stayed text
     page.close()

@@ -230,13 +230,15 @@ def run_witnessed(server, case_name: str, mode: str, reply: Reply, evidence: boo
 
 
 WRONG_CITY = (("get_weather", {"city": "Lyon"}),)
-# (engine fault, case, first failing check, blame from the wire alone, blame from evidence): the model's own text
-# is right, so each is the engine's; the wire alone cannot tell these from a model's mistake.
+# (engine fault, case, first failing check, blame from the wire alone): the model's own text is right, so each is
+# the engine's with evidence; the wire alone cannot tell the first four from a model's mistake. The last: evidence
+# must not re-escape the model's UTF-8 text itself (and so find the engine's \u escapes in the model's words).
 EVIDENCE_ROWS = [
     ("drop_argument", "single", "arguments_schema", "model"),
     ("drop_call", "parallel", "expected_calls", "model"),
     ("rename_call", "single", "arguments_schema", "model"),
     ("retype_value", "single", "arguments_schema", "model"),
+    ("ascii_escape", "unicode", "ascii_escaping", "engine"),
 ]
 
 
@@ -260,6 +262,16 @@ def test_evidence_keeps_a_model_mistake_the_models(witnessed, mode):
     record = run_witnessed(witnessed, "single", mode, Reply(calls=WRONG_CITY))
     assert (first_failure(record).name, record.blame, record.blamed_by) == ("expected_calls", "model", "evidence")
     assert record.evidence.calls == [{"name": "get_weather", "arguments": {"city": "Lyon"}}]
+
+
+@pytest.mark.parametrize("mode", BOTH)
+def test_non_ascii_escapes_the_model_wrote_itself_stay_the_models(witnessed, mode):
+    """An engine that sends the model's argument text on as written sends the model's own \\u escapes."""
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Z\\u00fcrich"}}\n</tool_call>'
+    reply = attrs.evolve(model_wrote(text), faults=frozenset({"ascii_escape"}))  # on the wire as written: escaped
+    record = run_witnessed(witnessed, "unicode", mode, reply)
+    assert (first_failure(record).name, record.blame, record.blamed_by) == ("ascii_escaping", "model", "evidence")
+    assert record.evidence.raw_text == text
 
 
 @pytest.mark.parametrize("mode", BOTH)

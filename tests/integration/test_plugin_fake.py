@@ -189,10 +189,11 @@ def test_show_prints_a_curl_that_resends_the_exchange(fake, xdist_run, mode):
     shown = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "show", str(results),
                             f"REGRESSION {record.case_id} [{mode}]: was pass"], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
-    assert f"{record.case_id} [{mode}] on fake@external" in shown.stdout and "request (as sent):" in shown.stdout
+    assert f"{record.case_id} [{mode}] on fake@external" in shown.stdout and "the answer said:" in shown.stdout
     assert "sk-very-secret-123" not in shown.stdout and '"Authorization: Bearer $TM_SECRET_KEY"' in shown.stdout
     curl = shown.stdout[shown.stdout.index("curl "):shown.stdout.index("\nJSON\n") + 6]
-    env = {"PATH": os.environ["PATH"], "BASE_URL": fake.base_url, "TM_SECRET_KEY": "sk-other"}
+    # A --base-url run: the curl goes to the server the run reached unless BASE_URL says otherwise.
+    env = {"PATH": os.environ["PATH"], "TM_SECRET_KEY": "sk-other"}
     sent = subprocess.run(["bash", "-c", curl], capture_output=True, text=True, env=env, timeout=60)
     assert sent.returncode == 0, sent.stderr
     assert fake.requests[-1] == record.request and fake.authorizations[-1] == "Bearer sk-other"

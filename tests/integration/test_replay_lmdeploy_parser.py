@@ -54,7 +54,7 @@ def replay(client: WorkerClient, family: str, text: str | None = None, chunking:
 
 def test_llama3_json_calls_are_not_parsed_whole_only_the_function_tag_form_is(worker) -> None:
     text = fixture_of("llama3_json").text
-    assert text.startswith('<|python_tag|>{"name": "get_weather", "parameters": {')
+    assert text.startswith('{"name": "get_weather", "parameters": {')  # the official template's bare call
     assert replay(worker, "llama3_json")["nonstream"] == {"content": text, "reasoning": None, "tool_calls": []}
     tagged = replay(worker, "llama3_json", '<function=get_weather>{"city": "Paris"}</function>')["nonstream"]
     assert [(c["name"], c["arguments"]) for c in tagged["tool_calls"]] == [("get_weather", '{"city": "Paris"}')]

@@ -85,13 +85,13 @@ def test_the_table_counts_what_converts(converted):
         assert f"| `bfcl:{category}` |" in table and f"| {len(cases)} |" in table
 
 
-def test_the_readme_carries_the_generated_table():
+def test_the_docs_carry_the_generated_table():
     require_bfcl()
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "cases.md").read_text()
     marker = "<!-- toolmatrix bfcl-categories: "
-    found = re.search(re.escape(marker) + r"begin[^\n]*-->\n(.*?)" + re.escape(marker + "end -->"), readme, re.S)
-    assert found, "README.md has no generated BFCL table between its markers"
-    assert found.group(1) == bfcl.category_table() + "\n", "README's BFCL table is stale: toolmatrix bfcl-categories"
+    found = re.search(re.escape(marker) + r"begin[^\n]*-->\n(.*?)" + re.escape(marker + "end -->"), page, re.S)
+    assert found, "docs/cases.md has no generated BFCL table between its markers"
+    assert found.group(1) == bfcl.category_table() + "\n", "docs/cases.md's BFCL table is stale: toolmatrix bfcl-categories"
 
 
 def test_no_bfcl_type_survives(converted):

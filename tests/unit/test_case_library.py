@@ -38,11 +38,11 @@ def test_tool_catalog_cases_offer_the_whole_catalog_at_once():
     assert all(set(case.tool_names) == every for case in offered)
 
 
-def test_readme_table_is_the_command_output():
-    readme = (ROOT / "README.md").read_text()
-    found = re.search(r"<!-- toolmatrix cases: begin[^\n]*-->\n(.*?)<!-- toolmatrix cases: end -->", readme, re.S)
-    assert found, "README.md has no generated case table between its markers"
-    assert found.group(1) == table([data_root() / "cases"]), "README's case table is stale: paste `toolmatrix cases`"
+def test_docs_table_is_the_command_output():
+    page = (ROOT / "docs" / "cases.md").read_text()
+    found = re.search(r"<!-- toolmatrix cases: begin[^\n]*-->\n(.*?)<!-- toolmatrix cases: end -->", page, re.S)
+    assert found, "docs/cases.md has no generated case table between its markers"
+    assert found.group(1) == table([data_root() / "cases"]), "docs/cases.md's case table is stale: paste `toolmatrix cases`"
 
 
 def _judged(case_id: str, model_id: str, arguments: str) -> tuple[str, str]:

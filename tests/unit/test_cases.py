@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
-from tests.helpers_malformed import CASE_HEAD, GOOD_TOOL, MALFORMED_CASES, case_file
+from tests.helpers_malformed import CASE_HEAD, GOOD_TOOL, MALFORMED_CASES, case_file, expecting
 from toolmatrix.cases import load_cases
 from toolmatrix.registry import data_root
-from toolmatrix.specs import SpecErrors
+from toolmatrix.specs import SpecErrors, load_schema, unknown_operator
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -123,6 +124,33 @@ def test_a_malformed_case_is_one_line_naming_file_case_and_field(tmp_path, text,
     (line,) = errors_of(path)
     assert line.startswith(f"{path}{at}") and message in line, line
     assert "\n" not in line and "Traceback" not in line
+
+
+def test_a_misspelled_matcher_names_the_matchers_of_the_case_schema(tmp_path):
+    branches = load_schema("cases.schema.json")["$defs"]["matcher"]["oneOf"]
+    matchers = [b["required"][0] for b in branches if "required" in b]
+    (line,) = errors_of(write(tmp_path, "mine.yaml", expecting("{regx: Paris}")))
+    assert line.endswith(f"unknown key 'regx': expected one of {', '.join(matchers)}"), line
+
+
+@pytest.mark.parametrize(("instance", "message"), [
+    ({"sizee": 3}, "unknown key 'sizee': expected one of size, name"),
+    ({}, "an empty object: expected one of size, name"),
+    ({"size": 3, "name": "x"}, "'size' and 'name' together: expected one of size, name"),
+])
+def test_any_choice_among_one_key_objects_names_its_keys(instance, message):
+    schema = {"anyOf": [{"type": "string"}, *({"type": "object", "additionalProperties": False, "required": [key]}
+                                               for key in ("size", "name"))]}
+    (error,) = Draft202012Validator(schema).iter_errors(instance)
+    assert unknown_operator(error)[1] == message
+
+
+def test_a_choice_with_another_kind_of_object_is_not_read_as_one_of_operators():
+    schema = {"oneOf": [{"type": "object", "additionalProperties": False, "required": ["size"]},
+                        {"type": "object", "additionalProperties": False, "required": ["name"]},
+                        {"type": "object", "required": ["x", "y"]}]}
+    (error,) = Draft202012Validator(schema).iter_errors({"x": 1})
+    assert unknown_operator(error) is None
 
 
 def test_an_invalid_parameters_schema_in_the_files_tools_names_the_tool(tmp_path):

@@ -26,7 +26,7 @@ def test_every_import_is_declared_and_every_declared_package_used():
 
 
 def test_an_undeclared_import_fails_the_check(tmp_path):
-    for name in ("src", "tests", "benchmarks"):
+    for name in ("src", "tests", "benchmarks", "docs"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "conftest.py"):
         shutil.copy(ROOT / name, tmp_path / name)

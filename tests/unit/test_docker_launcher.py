@@ -66,7 +66,7 @@ class FakeClient:
         self.existing = list(existing)
         self.statuses, self.run_error = statuses, run_error
         self.pull_events: list[dict] = [
-            {"status": "Pulling from vllm/vllm-openai", "id": "v0.28.0"},
+            {"status": "Pulling from vllm/vllm-openai", "id": "v0.32.0"},
             {"status": "Pulling fs layer", "id": "aaa"},
             {"status": "Downloading", "id": "aaa", "progressDetail": {"current": 10, "total": 100}, "progress": "[=>  ]"},
             {"status": "Pull complete", "id": "aaa"},
@@ -207,13 +207,13 @@ def test_registered_under_docker():
 
 
 def test_vllm_run_kwargs_gpu_labels_volumes_and_env_names_only(stand_in, tmp_path):
-    server = stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.28.0"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    server = stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.32.0"})})
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     endpoint = made.start()
 
     kwargs = client.run_kwargs()
-    assert kwargs["image"] == "vllm/vllm-openai:v0.28.0"
+    assert kwargs["image"] == "vllm/vllm-openai:v0.32.0"
     assert kwargs["command"] == [
         "--model", "Qwen/Qwen3-8B", "--served-model-name", "qwen3", "--host", "0.0.0.0", "--port", str(server.port),
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
@@ -230,7 +230,7 @@ def test_vllm_run_kwargs_gpu_labels_volumes_and_env_names_only(stand_in, tmp_pat
 
     described = made.describe()  # ... run.json gets the name only
     assert described["env"] == ["HF_TOKEN"] and SECRET not in json.dumps(described)
-    assert described["version"] == "0.28.0" and described["launcher"] == "docker"
+    assert described["version"] == "0.32.0" and described["launcher"] == "docker"
     assert described["image_digest"] == "vllm/vllm-openai@sha256:feed"
     assert described["flags"] == kwargs["command"]
     assert "pull" not in client.call_names()  # the image was there already
@@ -240,8 +240,8 @@ def test_vllm_run_kwargs_gpu_labels_volumes_and_env_names_only(stand_in, tmp_pat
 def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, tmp_path, monkeypatch):
     """Ray (as Slurm, a CI runner) names the GPUs it gave a task in CUDA_VISIBLE_DEVICES: the container gets those."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.28.0"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.32.0"})})
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
     [request] = client.run_kwargs()["device_requests"]
@@ -258,7 +258,7 @@ def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, t
 def test_env_var_not_set_is_not_passed(stand_in, tmp_path, monkeypatch):
     monkeypatch.delenv("HF_TOKEN")
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     launcher("vllm", "qwen3", client, tmp_path).start()
     assert client.run_kwargs()["environment"] == {}
 
@@ -268,9 +268,9 @@ def test_missing_image_is_pulled_with_progress_lines(stand_in, tmp_path):
     client = FakeClient()
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
-    assert ("pull", "vllm/vllm-openai", "v0.28.0", True, True) in client.calls
+    assert ("pull", "vllm/vllm-openai", "v0.32.0", True, True) in client.calls
     assert client.call_names().index("pull") < client.call_names().index("run")
-    assert made.lines[0].startswith("toolmatrix: pulling vllm/vllm-openai:v0.28.0")
+    assert made.lines[0].startswith("toolmatrix: pulling vllm/vllm-openai:v0.32.0")
     assert "  aaa Pulling fs layer" in made.lines and "  aaa Pull complete" in made.lines
     assert not any("[=>" in line or "Downloading" in line for line in made.lines)  # byte ticks are not printed
 
@@ -299,11 +299,11 @@ def test_cpu_variant_asks_for_no_gpu_and_mounts_the_local_gguf(stand_in, tmp_pat
     stand_in_gguf = {**model.weights["gguf"], "sha256": hashlib.sha256(b"GGUF").hexdigest()}
     model = attrs.evolve(model, weights={**model.weights, "gguf": stand_in_gguf})
     server = stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("ghcr.io/ggml-org/llama.cpp:server-b10644",))
+    client = FakeClient(images=("ghcr.io/ggml-org/llama.cpp:server-b11434",))
     made = launcher("llamacpp", "gemma3-270m", client, tmp_path, variant="cpu", model=model)
     made.start()
     kwargs = client.run_kwargs()
-    assert kwargs["image"] == "ghcr.io/ggml-org/llama.cpp:server-b10644" and "device_requests" not in kwargs
+    assert kwargs["image"] == "ghcr.io/ggml-org/llama.cpp:server-b11434" and "device_requests" not in kwargs
     assert kwargs["volumes"][str(weights)] == {"bind": "/models", "mode": "ro"}
     assert kwargs["command"][:6] == ["--host", "0.0.0.0", "--port", str(server.port), "-m", "/models/gemma-3-270m-q4_k_m.gguf"]
     assert kwargs["command"][-2:] == ["--chat-template-file", "/toolmatrix/templates/gemma3-tools.jinja"]
@@ -312,7 +312,7 @@ def test_cpu_variant_asks_for_no_gpu_and_mounts_the_local_gguf(stand_in, tmp_pat
 
 def test_bridge_network_publishes_the_engine_port(stand_in, tmp_path):
     server = stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     launcher("vllm", "qwen3", client, tmp_path, network="bridge").start()
     kwargs = client.run_kwargs()
     assert kwargs["ports"] == {"8000/tcp": server.port} and "network_mode" not in kwargs
@@ -348,7 +348,7 @@ def test_refused_pair_fails_before_any_docker_call(tmp_path):
 
 def test_stop_removes_the_container_and_keeps_its_log(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
     name = client.run_kwargs()["name"]
@@ -362,7 +362,7 @@ def test_stop_removes_the_container_and_keeps_its_log(stand_in, tmp_path):
 
 def test_stop_survives_a_daemon_that_cannot_remove(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
 
@@ -384,7 +384,7 @@ def test_stop_survives_a_daemon_that_cannot_remove(stand_in, tmp_path):
 ])
 def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, tmp_path, exit_code, said):
     stand_in({("GET", "/health"): ok()})  # never reached: the container is gone first
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",), statuses=["exited"], exit_code=exit_code)
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",), statuses=["exited"], exit_code=exit_code)
     with pytest.raises(LaunchError) as caught:
         launcher("vllm", "qwen3", client, tmp_path).start()
     message = str(caught.value)
@@ -394,7 +394,7 @@ def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, 
 
 def test_readiness_timeout_removes_the_container(stand_in, tmp_path):
     server = stand_in({("GET", "/health"): lambda body: (503, {"error": "loading"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     quick = attrs.evolve(ENGINES["vllm"], readiness_timeout_s=0.3)
     with pytest.raises(LaunchError, match="not ready .* after 0s") as caught:
         launcher("vllm", "qwen3", client, tmp_path, engine=quick).start()
@@ -405,7 +405,7 @@ def test_readiness_timeout_removes_the_container(stand_in, tmp_path):
 
 def test_docker_refusing_the_container_is_a_launch_error(tmp_path, stand_in):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",),
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",),
                         run_error=APIError("could not select device driver \"\" with capabilities: [[gpu]]"))
     with pytest.raises(LaunchError, match="docker refused the container: .*could not select device driver"):
         launcher("vllm", "qwen3", client, tmp_path).start()
@@ -414,7 +414,7 @@ def test_docker_refusing_the_container_is_a_launch_error(tmp_path, stand_in):
 
 def test_interrupt_during_readiness_still_removes_the_container(stand_in, tmp_path, monkeypatch):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
@@ -451,7 +451,7 @@ def test_cleanup_removes_only_this_hosts_containers_of_dead_processes():
 
 def test_start_cleans_up_before_it_runs(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.28.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
     client.existing = [FakeContainer(client, "leftover", {LABEL_OWNER: f"{docker_launcher.socket.gethostname()}:{dead_pid()}"})]
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
@@ -464,7 +464,7 @@ def test_start_cleans_up_before_it_runs(stand_in, tmp_path):
 
 def test_sglang_waits_on_health_generate(stand_in, tmp_path):
     server = stand_in({("GET", "/health_generate"): sequence((503, {}), (503, {}), (200, {}))})
-    client = FakeClient(images=("lmsysorg/sglang:v0.5.18",))
+    client = FakeClient(images=("lmsysorg/sglang:v0.5.23",))
     launcher("sglang", "qwen3", client, tmp_path).start()
     assert server.paths() == ["GET /health_generate"] * 3  # never /health: that one answers before decode works
 
@@ -539,6 +539,6 @@ def test_field_values_search_lists_element_wise():
 
 
 def test_split_image():
-    assert split_image("vllm/vllm-openai:v0.28.0") == ("vllm/vllm-openai", "v0.28.0")
+    assert split_image("vllm/vllm-openai:v0.32.0") == ("vllm/vllm-openai", "v0.32.0")
     assert split_image("localhost:5000/engine") == ("localhost:5000/engine", "latest")
-    assert split_image("ghcr.io/ggml-org/llama.cpp:server-cuda-b10644") == ("ghcr.io/ggml-org/llama.cpp", "server-cuda-b10644")
+    assert split_image("ghcr.io/ggml-org/llama.cpp:server-cuda-b11434") == ("ghcr.io/ggml-org/llama.cpp", "server-cuda-b11434")

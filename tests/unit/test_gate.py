@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -56,7 +57,7 @@ def test_a_case_that_passed_and_now_fails_is_a_listed_regression(tmp_path, basel
 
 def test_a_case_missing_from_the_results_is_a_regression(tmp_path, baseline):
     now = results(tmp_path, {k: v for k, v in BASELINE.items() if k != "single.a"})
-    report = run_gate(baseline, now)
+    [report] = run_gate(baseline, now).reports
     assert [(r.key, r.message) for r in report.regressions] == [
         (("single.a", "nonstream"), "passed in the baseline, missing from the results"),
         (("single.a", "stream"), "passed in the baseline, missing from the results")]
@@ -82,7 +83,7 @@ def test_a_breached_threshold_is_reported(tmp_path, baseline, capsys):
 
 def test_a_category_gone_from_the_results_breaches_its_threshold(tmp_path, baseline):
     now = results(tmp_path, {"single.a": "pass", "single.b": "pass"})
-    report = run_gate(baseline, now, min_pass_rates={"parallel": 0.1})
+    [report] = run_gate(baseline, now, min_pass_rates={"parallel": 0.1}).reports
     assert [str(b) for b in report.breaches] == ["parallel: pass rate no records (0/0) < 10%"]
 
 
@@ -135,9 +136,9 @@ def test_an_allowlist_entry_for_another_pair_does_not_apply(tmp_path, baseline):
         allow:
           - {category: parallel, pair: other@e1, reason: not this pair}
         """)
-    report = run_gate(baseline, now, allowlist=allow)
-    assert report.exit_code == EXIT_FAILED
-    assert [e.where for e in report.unused_allow] == [f"{allow}:2"]
+    gating = run_gate(baseline, now, allowlist=allow)
+    assert gating.exit_code == EXIT_FAILED
+    assert [e.where for e in gating.unused_allow] == [f"{allow}:2"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -220,7 +221,7 @@ def test_junit_xml_carries_text_xml_cannot(tmp_path, baseline):
 
 def test_comparing_different_pairs_warns(tmp_path, baseline):
     now = write_results(tmp_path / "results", suite(BASELINE), model="m2", run_id="now")
-    report = run_gate(baseline, now)
+    [report] = run_gate(baseline, now).reports
     assert report.warnings == ("comparing different pairs: results m2@e1, baseline m1@e1",)
     assert report.exit_code == EXIT_PASS
 
@@ -232,10 +233,79 @@ def test_a_replay_regression_says_parser_replay_and_repros_with_the_replay_comma
     run["command"] = ["toolmatrix", "replay", "--fixtures", "fx.jsonl", "--results-dir", "r", "--engine", "sglang"]
     (now / "run.json").write_text(json.dumps(run))
 
-    report = run_gate(base, now)
+    [report] = run_gate(base, now).reports
 
     assert report.exit_code == EXIT_FAILED and report.tier == "replay"
     assert report.lines()[0].startswith("gate: parser-replay@sglang (parser replay: the engine's parser on given text")
     assert report.repro["hermes.case", "stream:token"] == (
         "grep -F '\"id\": \"hermes.case\"' fx.jsonl > /tmp/one.jsonl && toolmatrix replay --fixtures /tmp/one.jsonl "
         "--results-dir /tmp/repro --engine sglang --chunking token")
+
+
+def runs_folder(root: Path, m1_responses: dict[str, str], m2: dict[str, str], run_id: str) -> Path:
+    """A folder as a snapshot holds it: m1@e1 over chat and (``-surfaces/responses``) over Responses, and m2@e1."""
+    write_results(root / "m1@e1", suite(BASELINE), run_id=f"{run_id}-m1")
+    write_results(root / "m1@e1-surfaces" / "responses", suite(m1_responses), run_id=f"{run_id}-m1-responses",
+                  api="responses")
+    write_results(root / "m2@e1", suite(m2), model="m2", run_id=f"{run_id}-m2")
+    return root
+
+
+def test_a_folder_of_runs_is_gated_pair_by_pair(tmp_path, capsys):
+    # m2 failed single.a in its own baseline: not a regression, though m1's baseline passed it.
+    base = runs_folder(tmp_path / "base", BASELINE, {**BASELINE, "single.a": "fail"}, "base")
+    now = runs_folder(tmp_path / "now", {**BASELINE, "single.b": "pass/fail"}, {**BASELINE, "single.a": "fail"}, "now")
+    junit = tmp_path / "gate.xml"
+
+    assert gate("--baseline", base, "--results", now, "--junit-xml", junit) == EXIT_FAILED
+
+    out = capsys.readouterr().out
+    assert f"gate: m1@e1 [responses]: results {now / 'm1@e1-surfaces' / 'responses'} (run now-m1-responses) " \
+           f"against baseline {base / 'm1@e1-surfaces' / 'responses'} (run base-m1-responses)" in out
+    assert out.count("REGRESSION") == 1 and "REGRESSION single.b [stream]" in out
+    assert "  repro: pytest --engine=e1 --model=m1 --api=responses -k 'single.b and stream and not nonstream'" in out
+    assert out.rstrip().endswith("gate: 3 pairs: FAILED (1 pair(s): m1@e1 [responses])")
+    suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
+    assert sorted(suites) == ["toolmatrix gate m1@e1", "toolmatrix gate m1@e1 [responses]", "toolmatrix gate m2@e1"]
+    assert [suites[name].get("failures") for name in sorted(suites)] == ["0", "1", "0"]
+    assert suites["toolmatrix gate m2@e1"].get("skipped") == "4"  # parallel.d and single.a, failing in both runs
+
+
+def test_a_pair_only_one_side_holds_is_an_input_error_naming_it(tmp_path, capsys):
+    base = runs_folder(tmp_path / "base", BASELINE, BASELINE, "base")
+    now = runs_folder(tmp_path / "now", BASELINE, BASELINE, "now")
+    shutil.rmtree(now / "m2@e1")
+    write_results(now / "m3@e1", suite(BASELINE), model="m3", run_id="now-m3")
+
+    assert gate("--baseline", base, "--results", now) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert f"pair m3@e1 is in the results but not in the baseline {base}" in err
+    assert f"pair m2@e1 is in the baseline but not in the results {now}" in err
+
+
+def test_two_runs_of_one_pair_on_one_side_are_an_input_error(tmp_path, baseline, capsys):
+    now = tmp_path / "now"
+    for name in ("first", "again"):
+        write_results(now / name, suite(BASELINE), run_id=name)
+    assert gate("--baseline", baseline, "--results", now) == EXIT_INPUT
+    assert f"results: {now} holds two runs of m1@e1: {now / 'again'} and {now / 'first'}; name one" in \
+           capsys.readouterr().err
+
+
+def test_over_a_folder_a_threshold_gates_the_pairs_that_hold_its_category_and_the_allowlist_is_stale_in_none(
+        tmp_path):
+    base = runs_folder(tmp_path / "base", BASELINE, {"single.a": "pass"}, "base")
+    now = runs_folder(tmp_path / "now", BASELINE, {"single.a": "pass"}, "now")
+    allow = allowlist(tmp_path, """\
+        allow:
+          - {case: single.a, pair: m2@*, reason: only m2's}
+          - {case: nothing.here, reason: stale}
+        """)
+
+    gating = run_gate(base, now, min_pass_rates={"parallel": 0.9}, allowlist=allow)
+
+    # m2 runs no parallel case: the threshold is not its; m1's parallel.d fails in both modes (2 of 4 pass).
+    half = ["parallel: pass rate 50.0% (2/4) < 90%"]
+    assert {r.pair: [str(b) for b in r.breaches] for r in gating.reports} == {
+        "m1@e1": half, "m1@e1 [responses]": half, "m2@e1": []}
+    assert [e.where for e in gating.unused_allow] == [f"{allow}:3"]

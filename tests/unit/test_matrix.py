@@ -14,7 +14,7 @@ from tests.helpers_results import answer, record, suite, write_replay_results, w
 from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
-from toolmatrix.matrix.detail import expectation_diff
+from toolmatrix.matrix.detail import expectation_diff, failure_detail
 from toolmatrix.results import Run, repro_command
 from toolmatrix.matrix.page import embed_json, md_text
 
@@ -245,12 +245,22 @@ def test_repro_command_for_a_spec_and_for_an_external_server():
         "pytest --base-url=http://h:8000/v1 --model=Qwen/Qwen3 -k 'a'\"'\"'; rm -rf ~ and stream and not nonstream'")
 
 
+@pytest.mark.parametrize("api", ["chat", "responses", "messages"])
 @pytest.mark.parametrize("mode", ["nonstream", "stream"])
-def test_the_diff_shows_expected_against_got_calls(mode):
-    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])
-    diff = expectation_diff(record("single.a", "fail", mode=mode, body=got))
-    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff
+def test_the_diff_shows_expected_against_got_calls_as_the_records_surface_reads_them(mode, api):
+    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}},
+                        {"name": "get_time", "arguments": {"zone": "CET"}}])
+    diff = failure_detail(record("single.a", "fail", mode=mode, body=got, api=api))["diff"]
     assert diff.startswith("--- expected\n+++ got")
+    # The calls the model made, read through the record's own surface: never "tool_calls": [] as read as chat.
+    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff
+    assert '+      "name": "get_time"' in diff and '"tool_calls": []' not in diff
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_the_diff_of_a_surface_answer_that_matches_says_so(api):
+    diff = expectation_diff(record("single.a", "fail", mode="stream", api=api))
+    assert diff == "(the tool calls match the expectation; see the failing checks)"
 
 
 def test_key_flags_keep_tool_calling_flags_and_their_values():
@@ -483,3 +493,61 @@ def test_the_replay_table_links_its_triage_relative_to_the_page(tmp_path):
     assert '"triage":"../TRIAGE.md"' in (tmp_path / "out" / "matrix" / "index.html").read_text()
     build_matrix([tmp_path / "r1"], tmp_path / "plain")
     assert "TRIAGE" not in (tmp_path / "plain" / "matrix.md").read_text()
+
+
+def not_served(case_id: str, mode: str, check: str, detail: str) -> dict:
+    """A record of a surface the engine does not serve: unsupported with the spec's reason, then the check's words."""
+    declared = "api.responses: e1 has no /v1/responses route (server/app.py)"
+    rec = record(case_id, "unsupported", mode=mode, reason=f"{declared} ({check}: {detail})")
+    rec["checks"][1] = {"name": check, "outcome": "fail", "blame": "engine", "detail": detail}
+    return rec
+
+
+def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(tmp_path):
+    write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "unsupported"}))
+    write_results(tmp_path / "responses", [
+        not_served("single.a", "nonstream", "http_status", "HTTP 404: Not Found"),
+        not_served("single.a", "stream", "wire_shape", "HTTP 404 error body: $: 'type' is a required property"),
+        not_served("single.b", "nonstream", "http_status", "HTTP 404: Not Found"),
+        not_served("single.b", "stream", "http_status", "HTTP 404: Not Found"),
+    ], run_id="run-2", api="responses")
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    reason = "api.responses: e1 has no /v1/responses route (server/app.py)"  # one, whatever check failed after it
+    for source in ("matrix.json", "page"):
+        assert cell_of(tmp_path / "out", "m1@e1 [responses]", source)["unsupported_reason"] == reason
+        assert "unsupported_reason" not in cell_of(tmp_path / "out", "m1@e1", source)  # some unsupported only
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| m1 "))
+    assert f"unsupported (4): {md_text(reason)}" in row and "0% (0/4)" not in md
+    assert re.search(r"\| m1@e1 \\\[responses\\\] +\| unsupported +\|", md)  # its category too
+
+
+def test_the_surfaces_of_an_engine_share_its_one_column_in_page_markdown_and_json(tmp_path):
+    write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "pass"}))
+    write_results(tmp_path / "messages", suite({"single.a": "pass", "single.b": "fail"}, api="messages"),
+                  run_id="run-2", api="messages")
+    write_results(tmp_path / "responses", [not_served("single.a", mode, "http_status", "HTTP 404: Not Found")
+                                           for mode in ("nonstream", "stream")], run_id="run-3", api="responses")
+    write_results(tmp_path / "m2", suite({"single.a": "pass"}), model="m2", run_id="run-4")
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    cells = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    assert sorted((c["pair"], c["engine"], c["api"]) for c in cells) == [  # a cell per surface, in its engine's column
+        ("m1@e1", "e1", "chat"), ("m1@e1 [messages]", "e1", "messages"), ("m1@e1 [responses]", "e1", "responses"),
+        ("m2@e1", "e1", "chat")]
+    engines = page_data(tmp_path / "out")["engines"]
+    assert [(e["id"], [a["id"] for a in e["apis"]]) for e in engines] == [("e1", ["chat", "responses", "messages"])]
+    md = (tmp_path / "out" / "matrix.md").read_text().splitlines()
+    header = next(line for line in md if line.startswith("| model \\ engine"))
+    assert [h.strip() for h in header.strip("|").split("|")] == ["model \\ engine", "e1 b1234 (--jinja)"]
+    m1 = next(line for line in md if line.startswith("| m1 ")).split("|")[2].strip()
+    assert m1.split("<br>") == [
+        "Chat Completions: 100% (4/4), engine 100% (4/4)",
+        f"Responses: unsupported (2): {md_text('api.responses: e1 has no /v1/responses route (server/app.py)')}",
+        "Anthropic Messages: 50% (2/4), engine 50% (2/4), 2 fail"]
+    m2 = next(line for line in md if line.startswith("| m2 ")).split("|")[2].strip()
+    assert m2.split("<br>") == ["Chat Completions: 100% (2/2), engine 100% (2/2)", "Responses: not run",
+                                "Anthropic Messages: not run"]

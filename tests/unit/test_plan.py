@@ -139,7 +139,7 @@ docker run -d --name toolmatrix-qwen3-vllm-4e65d3fb \\
     --ipc host \\
     -e HF_TOKEN \\
     -v /hf:/root/.cache/huggingface \\
-    vllm/vllm-openai:v0.28.0 --model Qwen/Qwen3-8B --served-model-name qwen3 --host 0.0.0.0 --port 8000 \
+    vllm/vllm-openai:v0.32.0 --model Qwen/Qwen3-8B --served-model-name qwen3 --host 0.0.0.0 --port 8000 \
 --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3"""
 
 
@@ -156,7 +156,7 @@ docker run -d --name toolmatrix-qwen3-sglang-4e65d3fb \\
     -e HF_TOKEN \\
     -v /hf:/root/.cache/huggingface \\
     --entrypoint python3 \\
-    lmsysorg/sglang:v0.5.18 -m sglang.launch_server --model-path Qwen/Qwen3-8B --served-model-name qwen3 \
+    lmsysorg/sglang:v0.5.23 -m sglang.launch_server --model-path Qwen/Qwen3-8B --served-model-name qwen3 \
 --host 0.0.0.0 --port 30000 --tool-call-parser qwen25 --reasoning-parser qwen3"""
 
 
@@ -173,7 +173,7 @@ docker run -d --name toolmatrix-gemma3-270m-llamacpp-4e65d3fb \\
     -v /cache/llama.cpp:/root/.cache/llama.cpp \\
     -v /cache/weights:/models:ro \\
     -v {TEMPLATES}:/toolmatrix/templates:ro \\
-    ghcr.io/ggml-org/llama.cpp:server-cuda-b10644 --host 0.0.0.0 --port 8080 -m /models/gemma-3-270m-q4_k_m.gguf \
+    ghcr.io/ggml-org/llama.cpp:server-cuda-b11434 --host 0.0.0.0 --port 8080 -m /models/gemma-3-270m-q4_k_m.gguf \
 --alias gemma3-270m --jinja --parallel 2 --ctx-size 16384 -ngl 999 --no-webui --props \
 --chat-template-file /toolmatrix/templates/gemma3-tools.jinja"""
 
@@ -223,7 +223,7 @@ def test_variant_and_bridge_network(capsys):
     code, out, _ = plan(capsys, "--engine", "llamacpp", "--model", "qwen3", "--variant", "cpu", "--network", "bridge",
                         "--launcher", "docker")
     assert code == 0
-    assert "ghcr.io/ggml-org/llama.cpp:server-b10644" in out and "--gpus" not in out
+    assert "ghcr.io/ggml-org/llama.cpp:server-b11434" in out and "--gpus" not in out
     assert "-p 8080:8080" in out and "--network host" not in out
 
 

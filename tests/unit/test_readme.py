@@ -17,6 +17,11 @@ def test_readme_opens_with_main_job_then_tests():
     assert tests.startswith("pip install") and "pytest" in tests
 
 
+def test_readme_is_short():
+    """The README is the way in (at most 10 KB); the reference is the docs site (docs/, tests/unit/test_docs.py)."""
+    assert len((ROOT / "README.md").read_bytes()) <= 10_240
+
+
 def test_ci_runs_the_readme_test_command():
     tests = fenced_blocks((ROOT / "README.md").read_text())[1]
     assert tests in (ROOT / ".ci" / "run").read_text().splitlines()

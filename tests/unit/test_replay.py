@@ -13,7 +13,8 @@ from toolmatrix.registry import data_root
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
-from toolmatrix.replay.generate import generate
+from toolmatrix.cases import load_cases
+from toolmatrix.replay.generate import case_calls, generate, in_sample
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
 from toolmatrix.results import read_records
@@ -47,6 +48,31 @@ def test_generated_set_covers_the_issue_floor() -> None:
     assert len({f.family for f in fixtures}) >= 12
     assert {"qwen3", "harmony", "deepseek_v3", "glm45"} <= {f.reasoning_style for f in fixtures}
     assert len({f.id for f in fixtures}) == len(fixtures)
+
+
+def test_the_snapshot_sample_is_chosen_by_case_and_keeps_every_variant() -> None:
+    """A sample by a hash of the case id: a case's fixtures are all in or all out, so the sample does not move when
+    the library grows (an every-Nth sample by position reshuffled whenever a case was added)."""
+    whole = generate([data_root() / "cases"], ["hermes"])
+    sample = generate([data_root() / "cases"], ["hermes"], every=8)
+    assert {f.id for f in sample} < {f.id for f in whole}
+    variants = {f.id for f in whole if ".variant." in f.id}
+    assert variants <= {f.id for f in sample}
+    cases = {f.id.split(".", 1)[1].rsplit(".", 1)[0] for f in whole if ".variant." not in f.id}
+    kept = {c for c in cases if in_sample(c, 8)}
+    assert 0 < len(kept) < len(cases)
+    assert {f.id for f in sample} == variants | {f.id for f in whole if f.id.split(".", 1)[1].rsplit(".", 1)[0] in kept}
+
+
+def test_a_schema_matcher_with_a_const_or_null_type_has_that_value_as_its_witness() -> None:
+    """The types cases (integers, booleans, null kept as JSON types) get fixtures; a schema with no single value
+    (an object of patterns) still gets none, never a guess; an argument that must be absent is left out."""
+    cases = {c.id: c for c in load_cases([data_root() / "cases"])}
+    assert case_calls(cases["types.mixed_scalars_one_call"]) == [("schedule_job", {
+        "job_name": "nightly-backup", "retries": 3, "notify": True, "priority": "high", "timeout_seconds": 90.5})]
+    assert case_calls(cases["types.null_value"]) == [("update_profile", {"user_id": "u-314", "nickname": None})]
+    assert case_calls(cases["nested.any_of_object_parameter"]) is None
+    assert case_calls(cases["no_params.only_optional_params_unused"]) == [("get_local_time", {})]  # absent: left out
 
 
 @pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])

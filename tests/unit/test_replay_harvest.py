@@ -17,7 +17,8 @@ from toolmatrix.replay.answers import differences
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
 from toolmatrix.replay.harvest import (LIVE_DISAGREES, NO_RAW_TEXT, NO_STOP_MARKER, REFERENCE_ERRORS, REGENERATED,
-                                       REPLAY, STOP_TOKEN, STREAMED, THINKING, TOOL_CHOICE, HarvestError, harvest)
+                                       REPLAY, STOP_TOKEN, STREAMED, THINKING, TOKEN_IDS, TOOL_CHOICE, HarvestError,
+                                       harvest)
 from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.replay.session import replay_engine
 from toolmatrix.results import RECORDS, RUN, read_run_info, scan_records
@@ -57,6 +58,13 @@ def test_a_vllm_record_becomes_a_fixture_without_its_stop_token_and_with_its_liv
     assert list(fixture.expected.tool_calls) == [call] and fixture.tags == ("harvested",)
     assert fixture.extra["live"] == {"engine": "vllm", "version": "0.32.0", "verdict": "fail", "tool_calls": [call],
                                      "content": None, "reasoning": None}
+    # The ids vLLM generated are kept, the stop token's dropped with its text: a replay streams them.
+    assert fixture.token_ids == tuple(raw["response"]["choices"][0]["token_ids"][:-1])
+    assert fixture.tokenizer == "qwen2.5-coder-0.5b (its weights)"
+    # llama-server's __verbose holds no ids: its fixture is text only.
+    llamacpp = excerpt(LLAMACPP_RUN, {("single.get_weather_paris", "nonstream")}, tmp_path / LLAMACPP_RUN)
+    (text_only,) = harvest([llamacpp]).fixtures
+    assert text_only.token_ids is None and "token_ids" not in text_only.to_dict()
 
 
 def test_tags_say_where_the_live_engine_and_the_reference_parser_part(tmp_path: Path) -> None:
@@ -101,8 +109,8 @@ def test_a_thinking_model_and_a_stop_token_that_is_no_end_marker_are_not_harvest
     assert harvest([excerpt(VLLM_RUN, picks, tmp_path / "cut", edit=cut)]).excluded == {NO_STOP_MARKER: 1}
 
 
-def test_every_same_generation_protocol_says_where_its_stop_token_is() -> None:
-    assert set(STOP_TOKEN) == set(SAME_GENERATION)
+def test_every_same_generation_protocol_says_where_its_stop_token_and_token_ids_are() -> None:
+    assert set(STOP_TOKEN) == set(SAME_GENERATION) == set(TOKEN_IDS)
 
 
 def test_bad_input_is_named(tmp_path: Path) -> None:

@@ -5,11 +5,13 @@ empty) over whichever engines' records the snapshot holds."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from toolmatrix.cli import main
 from toolmatrix.registry import data_root
 from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
 from toolmatrix.specs import SpecErrors
@@ -21,6 +23,10 @@ clusters:
   - id: WHOLE
     class: engine_bug
     what: the whole-text stream drops the arguments
+    code: [{engine: sglang, file: python/sglang/srt/function_call/base_format_detector.py, function: parse}]
+    trigger: one delta holds the whole call
+    meets_default: "no: only when one step carries several tokens"
+    upstream: [https://github.com/sgl-project/sglang/issues/1]
     repro: {fixture: hermes.single.a.plain, engine: sglang, chunking: whole}
     match: {engine: [sglang], mode: [stream]}
   - id: VARIANT
@@ -31,6 +37,9 @@ clusters:
   - id: PIECES
     class: engine_bug
     what: streamed in pieces, the call is lost or its arguments broken
+    code: [{engine: vllm, file: vllm/tool_parsers/hermes_tool_parser.py, function: extract_tool_calls_streaming}]
+    trigger: a call streamed in pieces
+    meets_default: "yes: every streamed call"
     repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: random}
     match: {family: [hermes], mode: ["stream:*"], failed: [expected_calls, arguments_json]}
   - id: NEVER
@@ -41,11 +50,13 @@ clusters:
 """
 
 
-def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail") -> dict:
+def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail",
+            source: str = "generated:plain") -> dict:
     checks = [{"name": n, "outcome": "fail", "blame": None, "detail": ""} for n in failed]
     checks.append({"name": "http_status", "outcome": "pass", "blame": None, "detail": ""})
     return {"case_id": fixture, "mode": mode, "verdict": verdict, "checks": checks,
-            "replay": {"engine": engine, "family": fixture.split(".")[0]}}
+            "replay": {"engine": engine, "engine_version": "9.9", "family": fixture.split(".")[0],
+                       "fixture_source": source}}
 
 
 def _results(root: Path, records: list[dict]) -> Path:
@@ -70,7 +81,7 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
         _record("sglang", "hermes.variant.truncated", "stream", ("replay_stream_equal",)),
         _record("sglang", "hermes.single.a.plain", "stream", ("arguments_json",)),
         _record("vllm", "hermes.variant.truncated", "nonstream", ("no_marker_leak",), verdict="error"),
-        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls", "replay_stream_equal")),
+        _record("vllm", "hermes.single.a.plain", "stream:random", ("expected_calls", "replay_stream_equal")),
         # streamed in pieces but only the text differs: PIECES asks for a call check, so no rule covers it
         _record("vllm", "hermes.single.b.text_before", "stream:random", ("replay_text",)),
         # a passing record is never a finding
@@ -83,8 +94,9 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
     assert {cid: dict(counts) for cid, counts in classified.counts.items()} == {
         "WHOLE": {"sglang": 2}, "VARIANT": {"vllm": 1}, "PIECES": {"vllm": 1}, "NEVER": {}}
     assert classified.unclassified == [Failing("vllm", "hermes", "hermes.single.b.text_before", "stream:random",
-                                               frozenset({"replay_text"}))]
+                                               frozenset({"replay_text"}), "generated:plain", "9.9")]
     assert classified.empty == ["NEVER"]
+    assert classified.wrong == []  # each repro is a record of its own cluster; NEVER's is named as empty
     assert not classified.complete
     lines = report(classified, triage)
     assert "1 failing records in no cluster, e.g.:" in lines
@@ -105,15 +117,145 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
     assert ("grep -F '\"id\": \"hermes.single.a.plain\"' results/replay/fixtures.jsonl > /tmp/one.jsonl && "
             "toolmatrix replay --fixtures /tmp/one.jsonl --results-dir /tmp/repro --engine sglang --chunking whole"
             ) in whole
+    # the finding: the file and function at the version the records were replayed with, trigger, default, upstream
+    assert _cells(whole)[4:8] == ["sglang 9.9: `python/sglang/srt/function_call/base_format_detector.py` `parse`",
+                                  "one delta holds the whole call", "no: only when one step carries several tokens",
+                                  "https://github.com/sgl-project/sglang/issues/1"]
+    # beside it, the command that prints the repro that runs with the engine's own package alone
+    assert _cells(whole)[-1] == ("`toolmatrix replay-repro --fixtures results/replay/fixtures.jsonl --fixture "
+                                 "hermes.single.a.plain --engine sglang --chunking whole`")
+    (never,) = [line for line in page.splitlines() if line.startswith("| NEVER")]
+    assert len(_cells(never)) == 5  # only engine bugs carry the finding's columns and the standalone repro
     assert page.rstrip().endswith("## Notes")
 
 
+def _cells(row: str) -> list[str]:
+    """A Markdown table row's cells (an escaped ``\\|`` is text)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def _finding(engine: str) -> str:
+    """The fields an engine bug's cluster must have, for one engine."""
+    return (f"    code: [{{engine: {engine}, file: parser.py, function: parse}}]\n"
+            "    trigger: x\n    meets_default: 'yes: always'\n")
+
+
+PROBES = """\
+clusters:
+  - id: LOOSE
+    class: engine_bug
+    what: loose whitespace between calls defeats the parser
+""" + _finding("sglang") + """\
+    repro: {fixture: hermes.single.a.loose, engine: sglang, chunking: token}
+    match: {engine: [sglang]}
+  - id: ROBUST
+    class: robustness
+    what: a layout no template writes
+    repro: {fixture: hermes.single.a.loose, engine: vllm, chunking: token}
+    match: {engine: [vllm]}
+"""
+
+
+def _probe_records(root: Path) -> Path:
+    return _results(root, [
+        _record("sglang", "hermes.single.a.loose", "stream:token", ("expected_calls",), source="probe:loose"),
+        _record("vllm", "hermes.single.a.loose", "stream:token", ("expected_calls",), source="probe:loose"),
+        _record("vllm", "hermes.single.a.plain", "nonstream", ("expected_calls",))])
+
+
+def test_a_probe_failure_blamed_on_the_engine_without_its_claim_is_refused_naming_the_cluster(tmp_path: Path) -> None:
+    triage = _triage(tmp_path, PROBES)
+    classified = classify(triage, failing_records(_probe_records(tmp_path / "results")))
+
+    assert not classified.complete
+    (probe, plain) = classified.wrong
+    assert probe.startswith("cluster LOOSE (engine_bug) holds 1 failing records of robustness probes "
+                            "(e.g. hermes.single.a.loose, source probe:loose)")
+    assert plain == ("cluster ROBUST (robustness) holds a record that is no probe: vllm nonstream "
+                     "hermes.single.a.plain (source generated:plain)")
+    assert report(classified, triage)[-2:] == classified.wrong
+
+
+def test_a_probe_failure_is_an_engine_bug_where_the_engine_claims_the_layout(tmp_path: Path) -> None:
+    claimed = PROBES.replace("    what: loose whitespace between calls defeats the parser\n",
+                             "    what: loose whitespace between calls defeats the parser\n"
+                             "    claimed_by: [test/srt/test_function_call_parser.py]\n")
+    rules = claimed.replace("match: {engine: [vllm]}", "match: {engine: [vllm], source: ['probe:*']}")
+    rules += ("  - id: PLAIN\n    class: engine_bug\n    what: x\n" + _finding("vllm")
+              + "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
+    triage = _triage(tmp_path, rules)
+    classified = classify(triage, failing_records(_probe_records(tmp_path / "results")))
+
+    assert classified.wrong == []
+    assert {cid: dict(c) for cid, c in classified.counts.items()} == {
+        "LOOSE": {"sglang": 1}, "ROBUST": {"vllm": 1}, "PLAIN": {"vllm": 1}}
+    page = markdown(triage, classified, "f.jsonl")
+    assert "## Robustness probes" in page
+    (loose,) = [line for line in page.splitlines() if line.startswith("| LOOSE")]
+    assert "| test/srt/test_function_call_parser.py |" in loose
+
+
+def test_the_command_fails_naming_the_cluster_that_blames_an_engine_for_a_probe(tmp_path: Path, capsys) -> None:
+    results = _probe_records(tmp_path / "results")
+    (tmp_path / "triage.yaml").write_text(PROBES, encoding="utf-8")
+
+    assert main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")]) == 1
+    assert "cluster LOOSE (engine_bug) holds 1 failing records of robustness probes" in capsys.readouterr().out
+
+
+def test_an_engine_bug_locates_its_fault_for_each_engine_it_holds_and_no_other(tmp_path: Path) -> None:
+    rules = ("clusters:\n  - id: BOTH\n    class: engine_bug\n    what: x\n" + _finding("sglang").replace(
+        "}]", "}, {engine: trtllm, file: p.py, function: f}]")
+             + "    repro: {fixture: hermes.single.a.plain, engine: sglang, chunking: token}\n    match: {}\n")
+    records = _results(tmp_path / "results", [
+        _record("sglang", "hermes.single.a.plain", "stream:token", ("expected_calls",)),
+        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls",))])
+    classified = classify(_triage(tmp_path, rules), failing_records(records))
+
+    assert classified.wrong == [
+        "cluster BOTH: code names no file and function for vllm, whose records it holds",
+        "cluster BOTH: code names trtllm, but the cluster holds no record of it"]
+
+
+@pytest.mark.parametrize("repro, held", [
+    ("{fixture: hermes.single.a.plain, engine: sglang, chunking: token}", True),  # the stream:token record
+    ("{fixture: hermes.single.a.plain, engine: sglang, chunking: random}", True),  # replayed non-streamed too
+    ("{fixture: hermes.single.a.plain, engine: vllm, chunking: token}", False),  # another cluster's record
+    ("{fixture: hermes.single.b.plain, engine: sglang, chunking: token}", False),  # a fixture that passed
+])
+def test_a_repro_must_replay_one_of_its_own_clusters_failing_records(tmp_path: Path, repro: str, held: bool,
+                                                                      capsys) -> None:
+    rules = (f"clusters:\n  - id: SG\n    class: engine_bug\n    what: x\n{_finding('sglang')}    repro: {repro}\n"
+             f"    match: {{engine: [sglang]}}\n  - id: VL\n    class: engine_bug\n    what: y\n{_finding('vllm')}"
+             "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
+    (tmp_path / "triage.yaml").write_text(rules, encoding="utf-8")
+    results = _results(tmp_path / "results", [
+        _record("sglang", "hermes.single.a.plain", "stream:token", ("expected_calls",)),
+        _record("sglang", "hermes.single.a.plain", "nonstream", ("expected_calls",)),
+        _record("vllm", "hermes.single.a.plain", "stream:token", ("expected_calls",))])
+
+    status = main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")])
+    out = capsys.readouterr().out
+    assert status == (0 if held else 1)
+    assert ("cluster SG: its repro" in out) is not held
+    if not held:
+        assert out.rstrip().endswith("is none of its own failing records: pick one the cluster holds")
+
+
 @pytest.mark.parametrize("change, where", [
-    (("class: fixture_doubt", "class: doubt"), ":18: cluster 'NEVER': $.clusters[3].class: 'doubt' is not one of"),
-    (("chunking: random}", "chunking: bytes}"), ":15: cluster 'PIECES': $.clusters[2].repro.chunking: 'bytes'"),
+    (("class: fixture_doubt", "class: doubt"), ":25: cluster 'NEVER': $.clusters[3].class: 'doubt' is not one of"),
+    (("chunking: random}", "chunking: bytes}"), ":22: cluster 'PIECES': $.clusters[2].repro.chunking: 'bytes'"),
     (("match: {family: [granite]}", "match: {model: [granite]}"),
-     ":21: cluster 'NEVER': $.clusters[3].match: unknown field(s) ('model' was unexpected)"),
-    (("  - id: NEVER", "  - id: WHOLE"), ":17: $.clusters[3].id: cluster id 'WHOLE' is used twice"),
+     ":28: cluster 'NEVER': $.clusters[3].match: unknown field(s) ('model' was unexpected)"),
+    (("  - id: NEVER", "  - id: WHOLE"), ":24: $.clusters[3].id: cluster id 'WHOLE' is used twice"),
+    # an engine bug is a maintainer's finding: where, what sets it off, whether a default server meets it
+    (("    meets_default: \"yes: every streamed call\"\n", ""),
+     ":16: cluster 'PIECES': $.clusters[2]: 'meets_default' is a required property"),
+    (("    trigger: one delta holds the whole call\n", ""),
+     ":2: cluster 'WHOLE': $.clusters[0]: 'trigger' is a required property"),
+    (("\"yes: every streamed call\"", "\"probably\""),
+     ":21: cluster 'PIECES': $.clusters[2].meets_default: 'probably'"),
+    (("function: parse}", "func: parse}"), ":5: cluster 'WHOLE': $.clusters[0].code[0]: unknown field(s)"),
 ])
 def test_a_bad_triage_file_is_refused_naming_file_line_cluster_and_field(tmp_path: Path, change: tuple[str, str],
                                                                          where: str) -> None:

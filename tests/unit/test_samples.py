@@ -153,7 +153,7 @@ def test_a_cell_with_one_sample_has_no_sample_statistics(tmp_path):
 def test_gate_reads_a_case_with_a_failing_sample_as_not_passing(tmp_path):
     baseline = write_results(tmp_path / "base", sampled({"single.b": ["pass"] * 3}), run_id="base")
     now = write_results(tmp_path / "now", sampled({"single.b": ["pass", "fail", "pass"]}), run_id="now")
-    report = run_gate(baseline, now)
+    [report] = run_gate(baseline, now).reports
     assert [r.key for r in report.regressions] == [("single.b", "nonstream"), ("single.b", "stream")]
 
 
@@ -162,7 +162,7 @@ def test_gate_lower_bound_threshold(tmp_path, capsys):
     now = write_results(tmp_path / "now", sampled(SAMPLED), run_id="now")
     single = sample_stats({(c, m): [outcome(v) for v in SAMPLED[c]] for c in SAMPLED if c.startswith("single.")
                            for m in ("nonstream", "stream")})["pass_at_1"]  # 5/9 over 6 case x mode
-    report = run_gate(baseline, now, min_pass_lower={"single": 0.2, "parallel": 0.5})
+    [report] = run_gate(baseline, now, min_pass_lower={"single": 0.2, "parallel": 0.5}).reports
     assert [r.lower for r in report.rates] == [single["interval"][0], round(wilson(2, 2)[0], 4)]
     # single: 0.22 >= 0.2; parallel passed every sample, but 2 case x mode prove no more than 0.34
     assert [r.category for r in report.breaches] == ["parallel"]

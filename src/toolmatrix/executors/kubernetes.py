@@ -218,7 +218,7 @@ def manifests(plan: Plan, *, command_line: str, toolmatrix_image: str, namespace
     Args:
         plan: the shards; each runs its own pytest command, changed only to reach the sidecar and the volume.
         command_line: the command that generated it, named in the header comment.
-        toolmatrix_image: an image with toolmatrix installed (none is published; README says how to build one).
+        toolmatrix_image: an image with toolmatrix installed (none is published; docs/scale-out.md says how to build one).
         namespace: the Jobs' namespace (None: kubectl's current one).
         results_claim: the PersistentVolumeClaim the results go to, ``<shard>/<pod>/`` under its root.
         models_claim: the claim holding local weights (by file or folder name, at its root).

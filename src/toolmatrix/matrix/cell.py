@@ -19,6 +19,7 @@ from typing import IO, Any, Mapping
 
 import attrs
 
+from toolmatrix.checks import declared_reason
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.passk import sample_stats
 from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
@@ -122,11 +123,13 @@ class BrokenRun(Exception):
 
 @attrs.frozen
 class _RunScan:
-    """What one run of a cell came to: each of its case x mode (small tuples only) and its evidence statuses."""
+    """What one run of a cell came to: each of its case x mode (small tuples only), its evidence statuses and the
+    reasons its engine spec declared for the unsupported ones."""
 
     info: RunInfo
     outcomes: dict[Key, Outcome]
     evidence: Counter
+    declared: Counter
 
 
 @attrs.define
@@ -168,7 +171,7 @@ def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
     run = info.run
     engine, model = run.engine, run.model
     return {
-        "pair": info.pair, "model": run.model_id, "engine": run.column, "api": run.api, "run_id": info.run_id,
+        "pair": info.pair, "model": run.model_id, "engine": run.engine_id, "api": run.api, "run_id": info.run_id,
         "started": run.started, "finished": run.finished, "exit_status": run.exit_status and run.exit_status.value,
         "path": str(info.path), "details_file": details_name,
         "engine_version": engine.get("version"), "launcher": engine.get("launcher"),
@@ -224,6 +227,7 @@ def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, ta
     source = {"run_id": info.run_id, "host": info.run.hardware.get("host")} if tag else {}
     outcomes: dict[Key, Outcome] = {}
     evidence: Counter = Counter()
+    declared: Counter = Counter()
     try:
         for line in scan_records(info):
             record = line.data  # failing records are copied as they are: the typed Record is not needed here
@@ -233,13 +237,15 @@ def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, ta
             evidence[evidence_label(asked.get("status", "not asked"), asked.get("source"))] += 1
             if outcome.verdict is Verdict.PASS:
                 continue
+            if outcome.verdict is Verdict.UNSUPPORTED:
+                declared[declared_reason(record["reason"], record["checks"])] += 1
             failures.copy(line.raw)
             if key not in merged:
                 failures.add(record, prefix, source)
     except ResultsError as exc:
         raise BrokenRun(info, str(exc)) from None
     _fold(merged, outcomes)
-    return _RunScan(info, outcomes, evidence)
+    return _RunScan(info, outcomes, evidence, declared)
 
 
 def _fold(merged: dict[Key, Outcome], outcomes: Mapping[Key, Outcome]) -> None:
@@ -300,7 +306,7 @@ def _cell(scans: list[_RunScan], merged: dict[Key, Outcome], failures: _Failures
         "breakdown": breakdown_rows, **conformance_fields(conformance),
         "evidence": dict(sorted(sum((s.evidence for s in scans), Counter()).items())),
         "failures_total": len(failures.listed), "runs_total": len(runs), "mixed_total": len(mixed), "history": None,
-        **_samples_field(merged),
+        **_samples_field(merged), **_unsupported_field(counts, scans),
     }
     full = {**base, "runs": runs, "mixed": mixed, "failures": sorted(failures.listed, key=_order)}
     listed = [{k: v for k, v in run.items() if k != "path"} for run in runs]  # the page has no use for paths
@@ -315,6 +321,15 @@ def _by_case_mode(merged: Mapping[Key, Outcome]) -> dict[tuple[str, str], list[O
     for key, outcome in merged.items():
         groups.setdefault(key[:2], []).append(outcome)
     return groups
+
+
+def _unsupported_field(counts: Counter, scans: list[_RunScan]) -> dict[str, Any]:
+    """``unsupported_reason``: in a cell whose every record is unsupported (a surface the engine does not serve,
+    say), why, as the engine spec declares it: not a failure at 0 %."""
+    if not counts or set(counts) != {Verdict.UNSUPPORTED.value}:
+        return {}
+    declared = sum((scan.declared for scan in scans), Counter())
+    return {"unsupported_reason": cap("; ".join(reason for reason, _ in declared.most_common()), REASON_CAP)}
 
 
 def _samples_field(merged: Mapping[Key, Outcome]) -> dict[str, Any]:

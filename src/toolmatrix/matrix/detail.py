@@ -10,7 +10,7 @@ import difflib
 import json
 from typing import Any
 
-from toolmatrix.exchange import assemble_stream, message_from_response
+from toolmatrix.exchange import Exchange
 
 BLOB_CAP = 6_000  # characters per request / response / chunks text on the page (at most)
 REASON_CAP = 300
@@ -49,14 +49,16 @@ def _ordered(calls: list[dict], ordered: bool) -> list[dict]:
 
 
 def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
-    """Unified diff of the expected tool calls against the ones that came back ("" when there is no answer)."""
+    """Unified diff of the expected tool calls against the ones that came back, read through the record's own
+    surface (``api``); "" when there is no answer."""
     expect = record.get("expect")
-    if not isinstance(expect, dict) or not record.get("http_status") or record.get("error"):
+    if not isinstance(expect, dict):
         return ""
-    if "chunks" in record:
-        message = assemble_stream(tuple(record["chunks"]))
-    else:
-        message = message_from_response(record.get("response"))
+    # Read as the record's own surface reads it: a Responses or Messages answer is no Chat Completions body.
+    stream = "chunks" in record
+    message = Exchange("stream" if stream else "nonstream", record["request"], record.get("http_status"),
+                       record.get("response"), tuple(record.get("chunks") or ()), record.get("error"),
+                       api=record.get("api", "chat")).message()
     if message is None:
         return ""
     ordered = bool(expect.get("ordered"))

@@ -19,15 +19,24 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.matrix.replay import is_replay, replay_layout, replay_markdown
+from toolmatrix.surfaces import CHAT, SURFACES
 
 PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
 MD_LIST_CAP = 10
 _BLOCK = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 
+def _surfaces(apis: set[str]) -> list[dict[str, str]]:
+    """The surfaces of a column in the order ``--api`` knows them, each with the name a person knows it by."""
+    known = list(SURFACES)
+    ordered = sorted(apis, key=lambda api: (known.index(api) if api in known else len(known), api))
+    return [{"id": api, "name": SURFACES[api].name if api in SURFACES else api} for api in ordered]
+
+
 def layout(cells: list[dict]) -> dict[str, Any]:
-    """Rows, columns (with versions and the key flags all of a column's cells share), categories and blames of the
-    live table; the parser-replay cells get a table of their own (``replay``)."""
+    """Rows, columns (one per engine, with versions, the key flags all of its cells share and the surfaces its
+    cells went over: a cell per surface inside it), categories and blames of the live table; the parser-replay
+    cells get a table of their own (``replay``)."""
     replay, every = replay_layout(cells), cells
     cells = [c for c in cells if not is_replay(c)]
     engines = []
@@ -38,6 +47,7 @@ def layout(cells: list[dict]) -> dict[str, Any]:
             "id": engine,
             "versions": sorted({str(c["engine_version"]) for c in column if c["engine_version"]}),
             "key_flags": [f for f in column[0]["key_flags"] if f in shared],
+            "apis": _surfaces({c["api"] for c in column}),
         })
     rows = [r for c in every for r in c["breakdown"]]  # the filters also serve the replay cells' details
     return {
@@ -100,6 +110,8 @@ def _samples_md(samples: dict) -> str:
 
 def _cell_md(cell: dict) -> str:
     counts = cell["counts"]
+    if cell.get("unsupported_reason"):  # not a failure at 0 %: the engine does not serve what the cases ask
+        return f"unsupported ({cell['total']}): {md_text(cell['unsupported_reason'])}"
     text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
     if "conformance" in cell:  # cells of older toolmatrix builds have none
         judged = cell["conformance_counts"]
@@ -115,12 +127,27 @@ def _cell_md(cell: dict) -> str:
     return text + (", " + ", ".join(extra) if extra else "")
 
 
+def _column_md(by_key: dict[tuple[str, str, str], dict], model: str, engine: dict) -> str:
+    """A model's cell in an engine's column: a line per surface its column went over, each named unless the column
+    is Chat Completions alone; ``-`` where the model ran over none of them."""
+    shown = [(api, by_key.get((model, engine["id"], api["id"]))) for api in engine["apis"]]
+    if not any(cell for _, cell in shown):
+        return "-"
+    if [api["id"] for api, _ in shown] == [CHAT]:
+        return _cell_md(shown[0][1])
+    # <br>: a line break inside a GitHub table cell; the only markup here, and it is ours
+    return "<br>".join(f"{api['name']}: {_cell_md(cell) if cell else 'not run'}" for api, cell in shown)
+
+
 def _category_rates(cell: dict, categories: list[str]) -> list[str]:
     out = []
     for category in categories:
         rows = [r for r in cell["breakdown"] if r[0] == category]
         total = sum(r[4] for r in rows)
         passed = sum(r[4] for r in rows if r[2] == "pass")
+        if total and cell.get("unsupported_reason"):
+            out.append("unsupported")
+            continue
         text = f"{_percent(passed / total)} ({passed}/{total})" if total else "-"
         judged = [r for r in cell.get("conformance_breakdown", ()) if r[0] == category and r[2] is not None]
         if judged:
@@ -173,13 +200,12 @@ def render_markdown(data: dict) -> str:
     """``matrix.md``: the matrix, the per-category rates, what changed, and what was skipped."""
     shape = layout(data["cells"])
     cells = [c for c in data["cells"] if not is_replay(c)]
-    by_key = {(c["model"], c["engine"]): c for c in cells}
+    by_key = {(c["model"], c["engine"], c["api"]): c for c in cells}
     headers = ["model \\ engine"] + [
         md_text(" ".join([e["id"], *e["versions"]]) + (f" ({', '.join(e['key_flags'])})" if e["key_flags"] else ""))
         for e in shape["engines"]
     ]
-    rows = [[md_text(m)] + [_cell_md(by_key[m, e["id"]]) if (m, e["id"]) in by_key else "-" for e in shape["engines"]]
-            for m in shape["models"]]
+    rows = [[md_text(m)] + [_column_md(by_key, m, e) for e in shape["engines"]] for m in shape["models"]]
     lines = [f"# {md_text(data['title'])} compatibility matrix", "",
              f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}. "
              "Pass rate = passing case x mode / all case x mode of the pair's newest run, with the newest runs of "

@@ -106,16 +106,20 @@ class Row:
         return self.got == self.expected
 
 
-def _verdict(adapter: Adapter, client: WorkerClient, fixture: Fixture, bug: Bug) -> tuple[str, str]:
+def fixture_verdict(adapter: Adapter, client: WorkerClient, fixture: Fixture,
+                    modes: Iterable[str] = MODES) -> tuple[str, str]:
+    """One fixture's verdict on ``client``'s engine over ``modes`` (``none`` and chunkings): ``fail`` with the first
+    failing mode's reason where any record of them fails, ``pass``, or ``unsupported`` with why."""
+    modes = tuple(modes)
     support = adapter.supports(fixture.family, None)
     if not support:
         return "unsupported", support.reason
-    chunkings = [c for c in bug.chunkings if c != NONSTREAM]
+    chunkings = [c for c in modes if c != NONSTREAM]
     try:
         records = replay_one(client, adapter, fixture, chunkings, f"bugs-{adapter.name}")
     except Unsupported as exc:
         return "unsupported", str(exc)
-    kept = [r for r in records if r.replay.chunking in bug.chunkings]
+    kept = [r for r in records if r.replay.chunking in modes]
     failed = [r for r in kept if r.verdict is not Verdict.PASS]
     return ("fail", f"{failed[0].replay.chunking}: {failed[0].reason}") if failed else ("pass", "")
 
@@ -129,7 +133,7 @@ def _replay_at(adapter: Adapter, version: str, cases: list[tuple[Fixture, Bug, s
     try:
         with WorkerClient(adapter.python, adapter.worker, dict(adapter.env())) as client:
             for fixture, bug, role, expected in cases:
-                got, detail = _verdict(adapter, client, fixture, bug)
+                got, detail = fixture_verdict(adapter, client, fixture, bug.chunkings)
                 yield Row(bug, fixture.id, version, role, expected, got, detail)
     except WorkerError as exc:
         yield from (Row(bug, f.id, version, role, exp, "worker died", str(exc)[-300:]) for f, bug, role, exp in cases)

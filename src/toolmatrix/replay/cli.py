@@ -77,13 +77,154 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return status
 
 
+def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
+    """(the pinned version of the engine's parser package, "") or (None, why the engine cannot be swept here)."""
+    from .adapters import ADAPTERS
+    from .bugs import pinned_version
+    from .session import adapters
+
+    if engine not in ADAPTERS:
+        return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(ADAPTERS)}"
+    (adapter,) = adapters([engine])
+    if not adapter.package:
+        return None, f"{command} --engine {engine}: its adapter names no package whose releases lay over its env"
+    why = adapter.ready()
+    return (pinned_version(adapter), "") if why is None else (None, f"{command} --engine {engine}: {why}")
+
+
+def _release_list(engine: str, versions: str | None, since: str | None) -> list[str]:
+    """--versions as given (oldest first), or the index's releases since the day; ReleaseError saying why not."""
+    from datetime import date
+
+    from .releases import ReleaseError, fetch_releases, ordered
+    from .releases import since as published_since
+    from .session import adapters
+
+    if versions is not None:
+        return ordered(v for v in versions.split(",") if v.strip())
+    try:
+        day = date.fromisoformat(since or "")
+    except ValueError:
+        raise ReleaseError(f"--since {since}: not a date (YYYY-MM-DD)") from None
+    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].package), day)]
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .feeder import CHUNKINGS
+    from .fixtures import FixtureError, load_fixtures
+    from .releases import ReleaseError
+    from .sweep import sweep
+
+    pinned, why = _pinned_engine(args.engine, "replay-sweep")
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    try:
+        fixtures = load_fixtures(args.fixtures)
+        versions = _release_list(args.engine, args.versions, args.since)
+    except (FixtureError, ReleaseError) as exc:
+        print(f"replay-sweep: {exc}", file=sys.stderr)
+        return 2
+    if not versions:
+        print(f"replay-sweep --engine {args.engine}: no release to sweep", file=sys.stderr)
+        return 2
+    for swept in sweep(args.engine, versions, pinned, fixtures, args.results_dir, list(args.chunking or CHUNKINGS),
+                       args.jobs):
+        print(swept.line(), flush=True)
+    return 0
+
+
+def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> list[str]:
+    """--versions as given, else the index's releases from --good to --bad (defaults: the first release of the
+    last 12 months, the pinned one)."""
+    from datetime import date, timedelta
+
+    from .releases import ReleaseError, between, fetch_releases, ordered, since
+    from .session import adapters
+
+    if args.versions is not None:
+        if args.bad is not None:
+            raise ReleaseError("--bad goes with --good, not with --versions")
+        return ordered(v for v in args.versions.split(",") if v.strip())
+    releases = fetch_releases(adapters([engine])[0].package)
+    recent = since(releases, date.today() - timedelta(days=365)) or releases[-1:]
+    return between(releases, args.good or str(recent[0]), args.bad or pinned or str(releases[-1]))
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    from .bisect import BisectError, bisect, describe, replay_at
+    from .bugs import MODES
+    from .fixtures import FixtureError, load_fixtures
+    from .releases import ReleaseError
+
+    pinned, why = _pinned_engine(args.engine, "replay-bisect")
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    try:
+        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
+        versions = _bisect_range(args.engine, pinned, args)
+    except (FixtureError, ReleaseError) as exc:
+        print(f"replay-bisect: {exc}", file=sys.stderr)
+        return 2
+    fixture = fixtures.get(args.fixture)
+    if fixture is None:
+        print(f"replay-bisect --fixture {args.fixture}: not in {args.fixtures}", file=sys.stderr)
+        return 2
+    # A bug fixture is judged in the modes its report names (bugs.py); any other in every mode.
+    modes = args.mode or (fixture.extra.get("bug") or {}).get("chunkings") or MODES
+    try:
+        found = bisect(versions, replay_at(args.engine, pinned, fixture, modes))
+    except BisectError as exc:
+        print(f"replay-bisect {args.fixture} over {versions[0]}..{versions[-1]}: {exc}", file=sys.stderr)
+        return 1
+    print(describe(fixture.id, found))
+    return 0
+
+
+def _cmd_versions(args: argparse.Namespace) -> int:
+    from toolmatrix.results import ResultsError
+
+    from .versions import read_sweep, table
+
+    try:
+        print(table(read_sweep(Path(args.results_dir))), end="")
+    except ResultsError as exc:
+        print(f"replay-versions: {exc}", file=sys.stderr)
+
+
+def _cmd_repro(args: argparse.Namespace) -> int:
+    from .adapters import ADAPTERS
+    from .fixtures import FixtureError, load_fixtures
+    from .repro import snippet
+    from .session import adapters
+
+    if args.engine not in ADAPTERS:
+        print(f"--engine {args.engine}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
+        return 2
+    try:
+        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
+    except FixtureError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.fixture not in fixtures:
+        print(f"{args.fixtures}: no fixture with id {args.fixture!r}", file=sys.stderr)
+        return 2
+    try:
+        print(snippet(adapters([args.engine])[0], fixtures[args.fixture], args.chunking))
+    except LookupError as exc:  # the engine replays no parser for the family, or has no template
+        print(f"replay-repro: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from toolmatrix.registry import data_root
 
     from .fixtures import dump_fixtures
     from .generate import generate
 
-    count = dump_fixtures(generate([data_root() / "cases"]), args.output)
+    count = dump_fixtures(generate([data_root() / "cases"], every=args.every), args.output)
     print(f"{count} fixtures -> {args.output}")
     return 0
 
@@ -217,8 +358,44 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="replay N engines at once, the longest expected first (default 1; each engine is "
                              "its own process either way)")
     replay.set_defaults(func=_cmd_replay)
+    swp = sub.add_parser("replay-sweep", help="replay one engine at each of its releases (DIR/ENGINE@VERSION)")
+    swp.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
+    which = swp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--versions", metavar="V1,V2,...", help="these releases")
+    which.add_argument("--since", metavar="YYYY-MM-DD", help="every final release published since the day (PyPI)")
+    swp.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
+    swp.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE@VERSION/results.jsonl")
+    swp.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
+    swp.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
+                     help="replay (and install) N releases at once (default 1)")
+    swp.set_defaults(func=_cmd_sweep)
+    bis = sub.add_parser("replay-bisect", help="the first release where one fixture's verdict changes")
+    bis.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
+    bis.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
+    bis.add_argument("--fixtures", required=True, metavar="FILE", help="the fixture file that holds it")
+    ends = bis.add_mutually_exclusive_group()
+    ends.add_argument("--versions", metavar="V1,V2,...", help="bisect these releases (ordered by version)")
+    ends.add_argument("--good", metavar="V", help="one end: a release on PyPI (default: the first of the last year)")
+    bis.add_argument("--bad", metavar="V", help="the other end (default: the pinned release)")
+    bis.add_argument("--mode", action="append", choices=("none", "whole", "token", "special", "random"),
+                     help="judge in this mode (repeatable; default: a bug fixture's own, else every mode)")
+    bis.set_defaults(func=_cmd_bisect)
+    ver = sub.add_parser("replay-versions", help="a sweep's families x releases, and the records that flipped")
+    ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION)")
+    ver.set_defaults(func=_cmd_versions)
+    repro = sub.add_parser("replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
+                           "(Python calling its parser API, or a curl to its server), no toolmatrix")
+    repro.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
+    repro.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
+    repro.add_argument("--engine", required=True, metavar="E", help="a replay engine")
+    repro.add_argument("--chunking", choices=("whole", "token", "special", "random"),
+                       help="also stream the text cut so (default: the non-streamed parse only)")
+    repro.set_defaults(func=_cmd_repro)
     generate = sub.add_parser("replay-generate", help="write the generated fixture set")
     generate.add_argument("-o", "--output", required=True)
+    generate.add_argument("--every", type=positive_int, default=1, metavar="N",
+                          help="the fixtures of one case in N, chosen by a hash of the case id (stable as the library "
+                               "grows), and every variant: the committed snapshot's sample is --every 6")
     generate.set_defaults(func=_cmd_generate)
     harvest = sub.add_parser("replay-harvest", help="make fixtures of live results' raw model text (same generation)")
     harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",

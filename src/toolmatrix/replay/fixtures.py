@@ -17,7 +17,8 @@ from toolmatrix import jsontext
 from toolmatrix.specs import validate_instance
 
 SCHEMA = "fixture.schema.json"
-_KNOWN = ("id", "family", "model", "text", "tools", "expected", "tags", "source", "reasoning_style")
+_KNOWN = ("id", "family", "model", "text", "tools", "expected", "tags", "source", "reasoning_style", "token_ids",
+          "tokenizer")
 
 
 class FixtureError(ValueError):
@@ -49,6 +50,10 @@ class Fixture:
     tags: tuple[str, ...] = ()
     source: str = ""
     reasoning_style: str | None = None
+    token_ids: tuple[int, ...] | None = None
+    """The model's output as token ids of ``tokenizer`` (a path, a record's tokenizer label or a model name), when
+    the fixture carries them; None: text only."""
+    tokenizer: str | None = None
     extra: Mapping[str, Any] = attrs.field(factory=dict)
     """Fields this version does not know, kept as read."""
 
@@ -61,6 +66,7 @@ class Fixture:
             expected=Expected(tuple(exp["tool_calls"]), exp["content"], exp["reasoning"]),
             tags=tuple(data.get("tags", ())), source=data.get("source", ""),
             reasoning_style=data.get("reasoning_style"),
+            token_ids=tuple(data["token_ids"]) if "token_ids" in data else None, tokenizer=data.get("tokenizer"),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
@@ -73,6 +79,10 @@ class Fixture:
         }
         if self.reasoning_style is not None:
             out["reasoning_style"] = self.reasoning_style
+        if self.token_ids is not None:
+            out["token_ids"] = list(self.token_ids)
+        if self.tokenizer is not None:
+            out["tokenizer"] = self.tokenizer
         return {**out, **self.extra}
 
 

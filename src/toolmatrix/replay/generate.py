@@ -8,15 +8,16 @@ witness here is skipped and counted, never guessed.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from toolmatrix.cases import Case, load_cases
 from toolmatrix.checks import value_matches
 
 from .fixtures import Expected, Fixture
-from .writers import WRITERS, Style, final_text, think_wrap
+from .writers import TURNS, WRITERS, Call, Style, answer, harmony_channel_first, llama3_tagged
 
 # family -> (model id, reasoning style): registered ids of engines/models.yaml where one exists, so the
 # reasoning parser comes from the same place as on the live tier; the style is written on each fixture.
@@ -82,6 +83,10 @@ def _witness(matcher: Any) -> tuple[bool, Any]:
         if op == "regex":
             value = _regex_witness(arg)
             return value is not None, value
+        if op == "schema" and isinstance(arg, dict) and "const" in arg:
+            return True, arg["const"]
+        if op == "schema" and arg == {"type": "null"}:
+            return True, None
         if op in ("schema", "absent"):
             return False, None
     return True, matcher
@@ -116,6 +121,8 @@ def case_calls(case: Case) -> list[tuple[str, dict]] | None:
     for expected in case.expect.calls:
         args = {}
         for key, matcher in expected.arguments.items():
+            if matcher == {"absent": True}:
+                continue  # a correct call leaves the key out
             ok, value = _witness(matcher)
             if not ok or not value_matches(matcher, value):
                 return None
@@ -127,75 +134,109 @@ def case_calls(case: Case) -> list[tuple[str, dict]] | None:
     return calls
 
 
-def _fixture(fid: str, family: str, text: str, tools: Iterable[dict], calls: list, content: str | None,
-             reasoning: str | None, tags: list[str], variant: str) -> Fixture:
+def _fixture(fid: str, family: str, text: str, tools: Iterable[dict], calls: Sequence[Call], content: str | None,
+             reasoning: str | None, tags: list[str], source: str) -> Fixture:
     model, style = FAMILY_MODELS[family]
-    if family == "harmony":  # the generation prompt ends with <|start|>assistant: a completion never repeats it
-        text = text.removeprefix("<|start|>assistant")
     return Fixture(id=fid, family=family, model=model, text=text, tools=tuple(tools),
                    expected=Expected(tuple({"name": n, "arguments": a} for n, a in calls), content, reasoning),
-                   tags=tuple(tags), source=f"generated:{variant}", reasoning_style=style)
+                   tags=tuple(tags), source=source, reasoning_style=style)
+
+
+class _Family:
+    """One family's fixture maker: every answer laid out as its template does (``answer``), a model that always
+    reasons given its thought, and forms no template writes made robustness probes (source ``probe:``)."""
+
+    def __init__(self, family: str) -> None:
+        self.family, self.turn = family, TURNS[family]
+        self.thought = THOUGHT if self.turn.always_reasons else None
+
+    def make(self, fid: str, tools: Iterable[dict], calls: Sequence[Call], tags: list[str], variant: str,
+             content: str | None = None, reasoning: str | None = None, *, text: str | None = None,
+             probe: bool = False, thinks: bool = True, **how: Any) -> Fixture:
+        if reasoning is None and thinks:
+            reasoning = self.thought
+        if text is None:
+            text = answer(self.family, calls, content, reasoning, **how)
+        source = f"probe:{variant}" if probe else f"generated:{variant}"
+        return _fixture(fid, self.family, text, tools, calls, content, reasoning,
+                        [*tags, "robustness"] if probe else tags, source)
 
 
 def family_fixtures(family: str, cases: list[Case]) -> Iterator[Fixture]:
-    """Every fixture of one family: the cases' answers (plain, text before, loose spacing), then the variants."""
-    write, (_, style) = WRITERS[family], FAMILY_MODELS[family]
-    one_call = family == "harmony"  # <|call|> ends a Harmony completion: one call each
+    """Every fixture of one family: the cases' answers (plain, text beside the calls, reasoning), their loose-spaced
+    probes, then the variants."""
+    maker, turn = _Family(family), TURNS[family]
     for case in cases:
         calls = case_calls(case)
-        if not calls or (one_call and len(calls) > 1):
+        if not calls:
             continue
-        base = f"{family}.{case.id}"
-        yield _fixture(f"{base}.plain", family, write(calls, Style()), case.tools, calls, None, None,
-                       ["case"], "plain")
-        yield _fixture(f"{base}.loose", family, write(calls, Style(loose=True)), case.tools, calls, None, None,
-                       ["case", "whitespace"], "loose")
-        if family != "harmony":
-            yield _fixture(f"{base}.text_before", family, f"{PREAMBLE}\n\n{write(calls, Style())}", case.tools,
-                           calls, PREAMBLE, None, ["case", "text_before"], "text_before")
-        if style:
-            yield _fixture(f"{base}.think", family, think_wrap(style, THOUGHT, write(calls, Style())), case.tools,
-                           calls, None, THOUGHT, ["case", "reasoning"], "think")
-    yield from _variants(family, write, style, one_call)
+        base, tools = f"{family}.{case.id}", case.tools
+        if turn.one_call and len(calls) > 1:
+            if family == "llama3_json":  # engines accept `; `-joined calls: a probe, never what the template writes
+                yield maker.make(f"{base}.tagged", tools, calls, ["case", "parallel"], "tagged", probe=True,
+                                 write=llama3_tagged)
+            continue
+        yield maker.make(f"{base}.plain", tools, calls, ["case"], "plain")
+        yield maker.make(f"{base}.loose", tools, calls, ["case", "whitespace"], "loose", probe=True,
+                         style=Style(loose=True))
+        if turn.text_gap is not None:
+            yield maker.make(f"{base}.text_before", tools, calls, ["case", "text_before"], "text_before", PREAMBLE)
+        if turn.think is not None and not turn.always_reasons:
+            yield maker.make(f"{base}.think", tools, calls, ["case", "reasoning"], "think", reasoning=THOUGHT)
+    yield from _variants(maker, turn)
 
 
-def _variants(family: str, write, style: str | None, one_call: bool) -> Iterator[Fixture]:
-    base = f"{family}.variant"
-    plain = write([WEATHER], Style())
-    yield _fixture(f"{base}.text_only", family, final_text(family, "It is sunny in Paris."), TOOLS, [],
-                   "It is sunny in Paris.", None, ["no_call"], "text_only")
-    yield _fixture(f"{base}.unicode", family, write([UNICODE], Style()), TOOLS, [UNICODE], None, None,
-                   ["unicode", "escapes"], "unicode")
-    yield _fixture(f"{base}.nested", family, write([NESTED], Style()), TOOLS, [NESTED], None, None,
-                   ["nested"], "nested")
-    yield _fixture(f"{base}.empty_args", family, write([EMPTY], Style()), TOOLS, [EMPTY], None, None,
-                   ["empty_args"], "empty_args")
-    yield _fixture(f"{base}.unknown_tool", family, write([("get_stock", {"ticker": "ACME"})], Style()), TOOLS,
-                   [("get_stock", {"ticker": "ACME"})], None, None, ["unknown_tool", "contested"], "unknown_tool")
+def _variants(maker: _Family, turn) -> Iterator[Fixture]:
+    family, base = maker.family, f"{maker.family}.variant"
+    plain = answer(family, [WEATHER], reasoning=maker.thought)
+    yield maker.make(f"{base}.text_only", TOOLS, [], ["no_call"], "text_only", "It is sunny in Paris.")
+    yield maker.make(f"{base}.unicode", TOOLS, [UNICODE], ["unicode", "escapes"], "unicode")
+    yield maker.make(f"{base}.nested", TOOLS, [NESTED], ["nested"], "nested")
+    yield maker.make(f"{base}.empty_args", TOOLS, [EMPTY], ["empty_args"], "empty_args")
+    stock = ("get_stock", {"ticker": "ACME"})
+    yield maker.make(f"{base}.unknown_tool", TOOLS, [stock], ["unknown_tool", "contested"], "unknown_tool")
     # A call cut off mid-arguments (max_tokens): no call can be recovered; what reaches content is policy.
-    yield _fixture(f"{base}.truncated", family, plain[: max(1, len(plain) * 2 // 3)], TOOLS, [], None, None,
-                   ["truncated", "contested"], "truncated")
-    if family != "harmony":
-        yield _fixture(f"{base}.text_after", family, f"{plain}\n{AFTER}", TOOLS, [WEATHER], AFTER, None,
-                       ["text_after", "contested"], "text_after")
-    if not one_call:
-        three = [WEATHER, ("get_weather", {"city": "Tokyo"}), NESTED]
-        yield _fixture(f"{base}.three_calls", family, write(three, Style()), TOOLS, three, None, None,
-                       ["parallel"], "three_calls")
-        yield _fixture(f"{base}.three_calls_loose", family, write(three, Style(loose=True)), TOOLS, three, None,
-                       None, ["parallel", "whitespace"], "three_calls_loose")
-    if style:
-        yield _fixture(f"{base}.think_unicode", family, think_wrap(style, "Zürich? «東京»!", write([UNICODE], Style())),
-                       TOOLS, [UNICODE], None, "Zürich? «東京»!", ["reasoning", "unicode"], "think_unicode")
+    yield maker.make(f"{base}.truncated", TOOLS, [], ["truncated", "contested"], "truncated",
+                     text=plain[: max(1, len(plain) * 2 // 3)])
+    if turn.text_after:  # the template's own place for text beside calls
+        yield maker.make(f"{base}.text_after", TOOLS, [WEATHER], ["text_after"], "text_after", AFTER,
+                         text=f"{plain}{AFTER}")
+    elif family != "harmony":
+        yield maker.make(f"{base}.text_after", TOOLS, [WEATHER], ["text_after", "contested"], "text_after", AFTER,
+                         text=f"{plain}\n{AFTER}", probe=True)
+    if family == "llama3_json":
+        yield maker.make(f"{base}.python_tag", TOOLS, [WEATHER], ["python_tag"], "python_tag", probe=True,
+                         write=llama3_tagged)
+        yield maker.make(f"{base}.text_before", TOOLS, [WEATHER], ["text_before"], "text_before", PREAMBLE,
+                         text=f"{PREAMBLE}\n\n{plain}", probe=True)
+    if family == "harmony":
+        yield maker.make(f"{base}.channel_first", TOOLS, [WEATHER], [], "channel_first",
+                         write=harmony_channel_first)
+        # gpt-oss rarely calls without an analysis message first; one variant keeps that path.
+        yield maker.make(f"{base}.call_first", TOOLS, [WEATHER], [], "call_first", thinks=False)
+    three = [WEATHER, ("get_weather", {"city": "Tokyo"}), NESTED]
+    if not turn.one_call:
+        yield maker.make(f"{base}.three_calls", TOOLS, three, ["parallel"], "three_calls")
+        yield maker.make(f"{base}.three_calls_loose", TOOLS, three, ["parallel", "whitespace"], "three_calls_loose",
+                         probe=True, style=Style(loose=True))
+    if turn.think is not None:
+        yield maker.make(f"{base}.think_unicode", TOOLS, [UNICODE], ["reasoning", "unicode"], "think_unicode",
+                         reasoning="Zürich? «東京»!")
         # The call written inside the thinking block: reasoning, not a call (vLLM #39056 shows both readings).
-        inner = f"{THOUGHT}\n{plain}"
-        yield _fixture(f"{base}.call_in_think", family, think_wrap(style, inner, "") if style != "harmony"
-                       else f"<|channel|>analysis<|message|>{inner}<|end|>", TOOLS, [], None, inner,
-                       ["reasoning", "call_in_reasoning", "contested"], "call_in_think")
+        inner = f"{THOUGHT}\n{answer(family, [WEATHER])}"
+        yield maker.make(f"{base}.call_in_think", TOOLS, [], ["reasoning", "call_in_reasoning", "contested"],
+                         "call_in_think", reasoning=inner)
 
 
-def generate(case_paths: Iterable[Path], families: Iterable[str] | None = None) -> list[Fixture]:
-    """All generated fixtures, families in ``FAMILY_MODELS`` order (ids stable across runs)."""
-    cases = load_cases(list(case_paths))
+def in_sample(case_id: str, every: int) -> bool:
+    """Whether a case is in the 1-in-``every`` sample: chosen by a hash of its id, so a case stays in or out as the
+    library grows and two snapshots of the sample stay comparable."""
+    return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "big") % every == 0
+
+
+def generate(case_paths: Iterable[Path], families: Iterable[str] | None = None, every: int = 1) -> list[Fixture]:
+    """All generated fixtures, families in ``FAMILY_MODELS`` order (ids stable across runs); with ``every`` > 1
+    the cases' fixtures of one case in ``every`` (``in_sample``) and every variant."""
+    cases = [case for case in load_cases(list(case_paths)) if in_sample(case.id, every)]
     wanted = list(families) if families is not None else list(FAMILY_MODELS)
     return [fixture for family in wanted for fixture in family_fixtures(family, cases)]

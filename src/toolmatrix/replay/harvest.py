@@ -4,7 +4,9 @@ A live record whose evidence came from the *same generation* (the chat answer it
 llama-server's ``__verbose``, vLLM's ``return_token_ids``) holds exactly the text the engine's parser read, and the
 parser's answer beside it. Each such non-streamed record becomes one fixture: ``text`` the raw text, ``expected``
 what the family's reference parser reads in it, ``live`` the engine's answer (``answers`` shape, plus engine,
-version and verdict), ``tools`` the request's, so a replay configures the parser as the live server was. Tags:
+version and verdict), ``tools`` the request's, so a replay configures the parser as the live server was, and
+``token_ids`` the ids the engine returned where its answer holds them (``TOKEN_IDS``; ``tokenizer``: the model's
+own), so a replay streams the tokens the model generated, not its text encoded again. Tags:
 ``harvested``; ``live-disagrees`` where the live answer is not the reference parser's; ``reference-errors`` where
 the reference parser reported a malformed block (its expectation is then only what it could read).
 
@@ -18,7 +20,7 @@ no message to compare (an HTTP error).
 The stop token: an engine stops on it and never hands it to its parser, yet vLLM's generated ids end with it, so
 its raw text does too (``/detokenize`` keeps special tokens). ``STOP_TOKEN`` says, per same-generation protocol,
 whether the answer's text ends with one; it is dropped (it must be one of the family's end markers, else the record
-is not harvested). llama-server's ``__verbose`` content holds no stop token (measured on the committed snapshot).
+is not harvested), and its id with it. llama-server's ``__verbose`` content holds no stop token (measured on the committed snapshot).
 """
 
 from __future__ import annotations
@@ -36,10 +38,11 @@ from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.exchange import Exchange, Message
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
-from toolmatrix.results import RUN, Record, ResultsError, RunInfo, read_run_info, scan_records
+from toolmatrix.results import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
 
 from .answers import answer_of, differences
+from .feeder import OWN_WEIGHTS
 from .fixtures import SCHEMA, Expected, Fixture
 
 HARVESTED, LIVE_DISAGREES, REFERENCE_ERRORS = "harvested", "live-disagrees", "reference-errors"
@@ -69,6 +72,9 @@ def _vllm_stop_token(answer: Any) -> bool:
 
 # Every same-generation protocol (evidence.SAME_GENERATION) says whether its answer's text ends with the stop token.
 STOP_TOKEN: dict[str, Callable[[Any], bool]] = {"vllm_token_ids": _vllm_stop_token, "llamacpp_verbose": lambda _: False}
+# Every same-generation protocol: the generated token ids its answer holds (vLLM's return_token_ids), or None.
+TOKEN_IDS: dict[str, Callable[[Any], "list[int] | None"]] = {
+    "vllm_token_ids": lambda answer: answer["choices"][0].get("token_ids"), "llamacpp_verbose": lambda _: None}
 
 
 @attrs.frozen
@@ -83,15 +89,14 @@ class Harvest:
         return sum(tag in f.tags for f in self.fixtures)
 
 
-def run_dirs(paths: Iterable[Path]) -> list[Path]:
-    """The results directories at or under each path (a directory with run.json), in a stable order."""
+def harvested_dirs(paths: Iterable[Path]) -> list[Path]:
+    """The results directories at or under each path, each once, in a stable order."""
     found: list[Path] = []
     for path in paths:
-        if not path.is_dir():
-            raise HarvestError(f"{path}: {'not a directory' if path.exists() else 'does not exist'}")
-        runs = [path] if (path / RUN).is_file() else sorted(p.parent for p in path.rglob(RUN))
-        if not runs:
-            raise HarvestError(f"{path}: no results directory in it (no {RUN})")
+        try:
+            runs = run_dirs(path)
+        except ResultsError as exc:
+            raise HarvestError(str(exc)) from None
         found += [r for r in runs if r not in found]
     return found
 
@@ -128,6 +133,13 @@ def _raw_text(record: Record, family: str) -> tuple[str | None, str | None]:
     return text[:-len(ends[0])], ends[0]
 
 
+def _token_ids(record: Record, stop: str | None) -> list[int] | None:
+    """The answer's generated ids where it holds them, less the stop token's when ``_raw_text`` dropped it."""
+    assert record.evidence is not None
+    ids = TOKEN_IDS[str(record.evidence.method)](record.response)
+    return None if ids is None else list(ids[:-1] if stop is not None else ids)
+
+
 def _exclusion(record: Record, info: RunInfo, live: Message | None) -> str | None:
     if record.mode != "nonstream":
         return STREAMED
@@ -149,8 +161,10 @@ def fixture_id(info: RunInfo, case_id: str) -> str:
     return f"{info.path.name}/{info.run.engine_id}/{case_id}"
 
 
-def harvest_record(record: Record, info: RunInfo, text: str, message: Message) -> Fixture:
-    """One fixture from a harvestable record whose parser read ``text`` and answered ``message``."""
+def harvest_record(record: Record, info: RunInfo, text: str, message: Message,
+                   token_ids: list[int] | None = None) -> Fixture:
+    """One fixture from a harvestable record whose parser read ``text`` (generated as ``token_ids``, where the
+    answer said) and answered ``message``."""
     run, family = info.run, info.run.model["family"]
     tools = list(record.request.get("tools") or [])
     words = ModelWords.read(text, get_family(family), tools)
@@ -169,7 +183,8 @@ def harvest_record(record: Record, info: RunInfo, text: str, message: Message) -
     return Fixture(id=fixture_id(info, record.case_id), family=family, model=run.model_id, text=text,
                    tools=tuple(tools), expected=expected, tags=tuple(tags),
                    source=f"live:{info.path.name}/{record.case_id} ({run.run_id}, {record.mode})",
-                   extra={"live": live_info})
+                   token_ids=None if token_ids is None else tuple(token_ids),
+                   tokenizer=None if token_ids is None else run.model_id + OWN_WEIGHTS, extra={"live": live_info})
 
 
 def _harvest_run(info: RunInfo, excluded: Counter, stop_tokens: Counter) -> Iterator[Fixture]:
@@ -189,7 +204,7 @@ def _harvest_run(info: RunInfo, excluded: Counter, stop_tokens: Counter) -> Iter
         assert text is not None and live is not None
         if stop is not None:
             stop_tokens[f"{info.run.engine_id} {stop}"] += 1
-        fixture = harvest_record(record, info, text, live)
+        fixture = harvest_record(record, info, text, live, _token_ids(record, stop))
         problems = validate_instance(fixture.to_dict(), SCHEMA)
         if problems:
             raise HarvestError(f"{info.path}: case {record.case_id!r}: its fixture is not valid: {problems[0]}")
@@ -202,7 +217,7 @@ def harvest(paths: Iterable[Path]) -> Harvest:
     excluded: Counter = Counter()
     stop_tokens: Counter = Counter()
     fixtures: dict[str, Fixture] = {}
-    for directory in run_dirs(paths):
+    for directory in harvested_dirs(paths):
         try:
             info = read_run_info(directory)
             found = list(_harvest_run(info, excluded, stop_tokens))

@@ -106,11 +106,12 @@ def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) 
     """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
     support = adapter.supports(fixture.family, reasoning_style(fixture))
+    cut = feeder.fixture_tokens(fixture, family)
     return {"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-            "tokenizer": str(feeder.tokenizer_path(fixture.family, fixture.model) or ""),
+            "tokenizer": str(cut.path or ""),
             "family": fixture.family, "chat_template_kwargs": chat_template_kwargs(fixture),
-            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model) for c in chunkings}}
+            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model, cut) for c in chunkings}}
 
 
 def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, version: str,
@@ -123,7 +124,7 @@ def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, 
     said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]
     body = feeder.request_body(fixture.model, fixture.tools, (m for text in said for m in family.find_markers(text)))
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
-    label = feeder.tokenizer_label(fixture.family, fixture.model)
+    label = feeder.fixture_tokens(fixture, family).label
 
     def info(chunking: str) -> ReplayInfo:
         return ReplayInfo(adapter.engine, version, request["tool_parser"] or "", chunking,
@@ -182,12 +183,11 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                 writer.write(Posted.of(record))
 
         for fixture in fixtures:
-            key = (fixture.family, feeder.tokenizer_path(fixture.family, fixture.model))
-            if key in refused:
-                continue
-            if not adapter.supports(fixture.family, None):
+            if not adapter.supports(fixture.family, None):  # first: a family of no parser is not tokenized
                 skipped[fixture.family] = adapter.supports(fixture.family, None).reason
-                refused.add(key)
+                continue
+            key = (fixture.family, feeder.fixture_tokens(fixture, get_family(fixture.family)).path)
+            if key in refused:
                 continue
             request = parse_request(adapter, fixture, chunkings)
             client = next(turns)
@@ -202,17 +202,19 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     return {**writer.counts, "skipped_families": len(skipped)}
 
 
-def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: Path) -> dict[str, int]:
-    """The column of an engine no adapter can replay here (its spec's ``replay.cannot_replay``): a run with no
-    record and every fixture family skipped with that measured reason, so the page says why instead of leaving
-    the engine off."""
-    if spec.cannot_replay is None:
+def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: Path, reason: str | None = None,
+                         version: str | None = None) -> dict[str, int]:
+    """The column of an engine no adapter can replay here (its spec's ``replay.cannot_replay``, or ``reason``
+    measured for one ``version``: a release that will not install or import): a run with no record and every
+    fixture family skipped with that reason, so the page says why instead of leaving the engine off."""
+    reason = reason or spec.cannot_replay
+    if reason is None:
         raise ValueError(f"{spec.source.name}: engine {spec.id!r} has no replay.cannot_replay reason")
     started = datetime.now(timezone.utc)
     portable = Portable.here(directory)
     writer = RecordWriter(directory, portable.text)
-    skipped = {family: spec.cannot_replay for family in sorted(set(families))}
-    engine = {"id": spec.id, "version": None, "versions": []}
+    skipped = {family: reason for family in sorted(set(families))}
+    engine = {"id": spec.id, "version": version, "versions": []}
     writer.close(_replay_run(f"replay-{spec.id}-{started:%Y%m%dT%H%M%S}", engine, skipped, started.isoformat(),
                              writer, portable, []))
     return {**writer.counts, "skipped_families": len(skipped)}

@@ -1,8 +1,10 @@
 """Native-format writers: tool calls (and reasoning) written as each family's model writes them.
 
-The inverse of ``formats``' reference parsers, from the literal examples of reference/formats.md. A writer takes
-calls and a ``Style`` (how loosely the model spaced its markers) and returns raw text; reasoning goes in front
-the family's own way. Families with no writer here are listed by ``WRITERS`` not holding them.
+The inverse of ``formats``' reference parsers. A writer takes calls and a ``Style`` and returns the calls' raw text;
+a ``Turn`` (``TURNS``) says how the family's official chat template lays the rest of an assistant turn around them:
+reasoning, text before the calls, the turn's end marker. Where a template renders calls, writer and ``Turn`` equal
+its rendering (tests/unit/test_replay_templates.py holds them so); elsewhere ``Turn.source`` names the public page
+the format comes from. ``Style(loose=True)`` writes a layout no template writes: robustness probes only.
 """
 
 from __future__ import annotations
@@ -32,6 +34,14 @@ def _text_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _jinja_string(value: Any) -> str:
+    """A value as a template's ``value | string`` prints it when it is no mapping or list: Python's ``str`` (so
+    ``None``, ``True``), while mappings and lists go through ``tojson`` (Qwen3-Coder's template)."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
 def _py(value: Any) -> str:
     """A value as a Python literal (pythonic formats are read with ast.literal_eval)."""
     if isinstance(value, bool) or value is None:
@@ -54,14 +64,20 @@ def qwen3_coder(calls: Sequence[Call], style: Style) -> str:
     nl = "\n\n" if style.loose else "\n"
     blocks = []
     for name, args in calls:
-        params = "".join(f"<parameter={k}>\n{_text_value(v)}\n</parameter>{nl}" for k, v in args.items())
+        params = "".join(f"<parameter={k}>\n{_jinja_string(v)}\n</parameter>{nl}" for k, v in args.items())
         blocks.append(f"<tool_call>{nl}<function={name}>{nl}{params}</function>{nl}</tool_call>")
     return "\n".join(blocks)
 
 
 def llama3_json(calls: Sequence[Call], style: Style) -> str:
-    body = "; ".join(_json({"name": n, "parameters": a}, style) for n, a in calls)
-    return f"<|python_tag|>{body}"
+    # The official template writes one bare call for custom tools and refuses a second; <|python_tag|> belongs to
+    # the built-in tools. The `; `-joined and tagged forms are probes (``llama3_tagged``).
+    return "; ".join(_json({"name": n, "parameters": a}, style) for n, a in calls)
+
+
+def llama3_tagged(calls: Sequence[Call], style: Style) -> str:
+    """Llama 3.1 calls behind ``<|python_tag|>`` joined by ``; ``: a form engines accept, no template writes."""
+    return "<|python_tag|>" + llama3_json(calls, style)
 
 
 def pythonic(calls: Sequence[Call], style: Style) -> str:
@@ -84,6 +100,14 @@ def mistral_v11(calls: Sequence[Call], style: Style) -> str:
 
 def harmony(calls: Sequence[Call], style: Style) -> str:
     # One call per completion: <|call|> is a stop token (formats.md 2.6); the generator never asks for two.
+    # The recipient before the channel, as gpt-oss's template writes a past call.
+    return "".join(f"<|start|>assistant to=functions.{n}<|channel|>commentary json<|message|>{_json(a, style)}<|call|>"
+                   for n, a in calls)
+
+
+def harmony_channel_first(calls: Sequence[Call], style: Style) -> str:
+    """The channel before the recipient and ``<|constrain|>json``: the form of OpenAI's Harmony guide, which
+    gpt-oss writes too (openai-harmony renders it)."""
     return "".join(f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
                    f"{_json(a, style)}<|call|>" for n, a in calls)
 
@@ -108,21 +132,22 @@ def kimi_k2(calls: Sequence[Call], style: Style) -> str:
     return "<|tool_calls_section_begin|>" + "".join(items) + "<|tool_calls_section_end|>"
 
 
-def _glm(calls: Sequence[Call], nl: str) -> str:
+def _glm(calls: Sequence[Call], nl: str, join: str) -> str:
     blocks = []
     for name, args in calls:
         pairs = "".join(f"<arg_key>{k}</arg_key>{nl}<arg_value>{_text_value(v)}</arg_value>{nl}"
                         for k, v in args.items())
         blocks.append(f"<tool_call>{name}{nl}{pairs}</tool_call>")
-    return "\n".join(blocks)
+    return join.join(blocks)
 
 
 def glm45(calls: Sequence[Call], style: Style) -> str:
-    return _glm(calls, "\n\n" if style.loose else "\n")
+    return _glm(calls, "\n\n" if style.loose else "\n", "\n")
 
 
 def glm47(calls: Sequence[Call], style: Style) -> str:
-    return _glm(calls, "\n" if style.loose else "")
+    # GLM-4.7's template writes calls with no separator between them.
+    return _glm(calls, "\n", "\n") if style.loose else _glm(calls, "", "")
 
 
 def minimax_m2(calls: Sequence[Call], style: Style) -> str:
@@ -135,13 +160,15 @@ def minimax_m2(calls: Sequence[Call], style: Style) -> str:
 
 
 def _gemma4_value(value: Any) -> str:
+    """A value as Gemma 4's template writes it: keys sorted (``dictsort``), strings quoted with ``<|"|>``, ``None``
+    printed as Jinja prints it, booleans lower-case."""
     if isinstance(value, str):
         return f'<|"|>{value}<|"|>'
     if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{_gemma4_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ",".join(f"{k}:{_gemma4_value(v)}" for k, v in sorted(value.items())) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_gemma4_value(v) for v in value) + "]"
-    return json.dumps(value)
+    return "None" if value is None else json.dumps(value)
 
 
 def gemma4(calls: Sequence[Call], style: Style) -> str:
@@ -165,13 +192,71 @@ WRITERS: dict[str, Writer] = {
 }
 
 
-def think_wrap(style_key: str, reasoning: str, rest: str) -> str:
-    """``rest`` preceded by ``reasoning`` the way a model of that reasoning style writes it."""
-    if style_key == "harmony":
-        return f"<|channel|>analysis<|message|>{reasoning}<|end|>{rest}"
-    if style_key == "gemma4":
-        return f"<|channel>thought\n{reasoning}<channel|>{rest}"
-    return f"<think>\n{reasoning}\n</think>\n\n{rest}"
+@attrs.frozen
+class Turn:
+    """How a family's official chat template lays out an assistant turn around its calls."""
+
+    source: str
+    """``template:FILE``: the official template, as llama.cpp's models/templates/ keeps it, renders calls and the
+    fixtures equal its rendering; otherwise the public page the format comes from (and why no template)."""
+    end: str = ""
+    """The marker the model ends a calling turn with (its stop token). Engines leave it out of the text, so the
+    fixture text stops before it; the template test puts it back."""
+    text_end: str = attrs.field(default=attrs.Factory(lambda turn: turn.end, takes_self=True))
+    """The end of a turn without calls, where it is not ``end`` (Gemma 4 ends a call with ``<|tool_response>``)."""
+    lead: str = ""
+    """What every turn opens with after the generation prompt (GLM-4.5: a newline)."""
+    text_gap: str | None = "\n\n"
+    """Between text and the calls; None where the template writes no text before calls."""
+    gap_always: bool = False
+    """The gap is written with no text too (MiniMax-M2)."""
+    think: tuple[str, str] | None = None
+    """Reasoning's opening and closing markers, the whitespace the template puts around them included."""
+    prompt_opens_think: bool = False
+    """With thinking on, the generation prompt already ends with the opening marker: the model starts inside it."""
+    always_reasons: bool = False
+    """The model reasons before every answer (gpt-oss, MiniMax-M2): a fixture without reasoning is a variant."""
+    prompt_tail: str = ""
+    """The generation prompt's last text, which an answer's first message does not repeat (Harmony's
+    ``<|start|>assistant``)."""
+    one_call: bool = False
+    """The template writes one call a turn (Llama 3.1 refuses a second; Harmony's ``<|call|>`` ends the turn)."""
+    text_after: bool = False
+    """The template writes a message's text after its calls (Gemma 4), not before."""
+    unrendered: str | None = None
+    """Why the fixtures of a family with a template are not held to its rendering."""
+
+
+_QWEN_THINK = ("<think>\n", "\n</think>\n\n")
+_LLAMA = "https://www.llama.com/docs/model-cards-and-prompt-formats/"
+TURNS: dict[str, Turn] = {
+    "hermes": Turn("template:Qwen-Qwen3-0.6B.jinja", "<|im_end|>", text_gap="\n", think=_QWEN_THINK),
+    "qwen3_coder": Turn("template:Qwen3-Coder.jinja", "<|im_end|>"),
+    "llama3_json": Turn("template:meta-llama-Llama-3.1-8B-Instruct.jinja", "<|eot_id|>", text_gap=None,
+                        one_call=True),
+    "pythonic": Turn(f"{_LLAMA}llama3_2/ (pythonic zero-shot calls; llama.cpp's 3.2 template asks for JSON)"),
+    "llama4": Turn(f"{_LLAMA}llama4/ (no Llama 4 template among llama.cpp's)"),
+    "mistral_v11": Turn("template:Mistral-Small-3.2-24B-Instruct-2506.jinja", "</s>",
+                        unrendered="the template writes a past call with the client's [CALL_ID]; whether the model "
+                                   "writes one in a fresh call is not verified, so the writer writes none"),
+    "harmony": Turn("template:openai-gpt-oss-120b.jinja", text_gap=None, think=("<|channel|>analysis<|message|>", "<|end|>"),
+                    always_reasons=True, prompt_tail="<|start|>assistant", one_call=True),
+    "deepseek_v3": Turn("https://huggingface.co/deepseek-ai/DeepSeek-R1-0528 (model card's tool-call format)",
+                        "<｜end▁of▁sentence｜>", text_gap="", think=_QWEN_THINK),
+    "deepseek_v31": Turn("template:deepseek-ai-DeepSeek-V3.1.jinja", "<｜end▁of▁sentence｜>", text_gap="",
+                         think=("<think>", "</think>"), prompt_opens_think=True),
+    "kimi_k2": Turn("template:Kimi-K2-Instruct.jinja", "<|im_end|>",
+                    unrendered="transformers' sandboxed Jinja refuses the template's list.append"),
+    "glm45": Turn("template:GLM-4.6.jinja", lead="\n", text_gap="\n", think=("<think>", "</think>\n")),
+    "glm47": Turn("template:GLM-4.7-Flash.jinja", text_gap="", think=("<think>", "</think>"), prompt_opens_think=True),
+    "minimax_m2": Turn("template:MiniMax-M2.jinja", "[e~[", text_gap="\n", gap_always=True,
+                       think=("<think>\n", "\n</think>\n\n"), prompt_opens_think=True, always_reasons=True),
+    "gemma4": Turn("template:google-gemma-4-31B-it.jinja", "<|tool_response>", text_end="<turn|>", text_gap=None,
+                   think=("<|channel>thought\n", "\n<channel|>"), text_after=True),
+    "granite": Turn("https://huggingface.co/ibm-granite/granite-3.3-2b-instruct (model card: <|tool_call|> + a "
+                    "JSON list; its template renders no calls)"),
+    "phi4_mini": Turn("https://huggingface.co/microsoft/Phi-4-mini-instruct (model card: functools[...])"),
+}
 
 
 def final_text(family: str, text: str) -> str:
@@ -179,3 +264,24 @@ def final_text(family: str, text: str) -> str:
     if family == "harmony":
         return f"<|start|>assistant<|channel|>final<|message|>{text}<|return|>"
     return text
+
+
+def answer(family: str, calls: Sequence[Call], content: str | None = None, reasoning: str | None = None,
+           write: Writer | None = None, style: Style = Style()) -> str:
+    """One assistant turn as the family's model writes it after the generation prompt: reasoning, text, then the
+    calls (``write``, default the family's writer), laid out as ``TURNS`` says, without the end marker."""
+    turn = TURNS[family]
+    if not calls:
+        text = "" if content is None else final_text(family, content)
+    else:
+        text = (write or WRITERS[family])(calls, style)
+        if content or turn.gap_always:
+            if turn.text_gap is None:
+                raise ValueError(f"{family}: its template writes no text before calls")
+            text = f"{content or ''}{turn.text_gap}{text}"
+    if reasoning is not None:
+        if turn.think is None:
+            raise ValueError(f"{family}: the family does not reason")
+        opener, closer = turn.think
+        text = f"{'' if turn.prompt_opens_think else opener}{reasoning}{closer}{text}"
+    return turn.lead + text.removeprefix(turn.prompt_tail)

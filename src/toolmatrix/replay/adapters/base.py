@@ -16,6 +16,10 @@ from toolmatrix.registry import EngineSpec, cache_dir
 INSTALLED = "toolmatrix-installed"  # written last by an install, with pip freeze: the env's exact versions
 
 
+class InstallError(RuntimeError):
+    """An engine release pip will not install here; the message ends with pip's own error."""
+
+
 @attrs.frozen
 class Support:
     """Which parsers replay a fixture on an engine; falsy, with the reason, where none does."""
@@ -137,8 +141,11 @@ class Adapter:
                                f"toolmatrix replay-install {self.engine}")
         if (self.overlay_dir / INSTALLED).is_file():
             return self.overlay_dir
-        subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
-                        "--no-deps", "--upgrade", "--target", str(self.overlay_dir), f"{self.package}=={self.at}"],
-                       check=True, stdout=sys.stderr)
+        done = subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
+                               "--no-deps", "--upgrade", "--target", str(self.overlay_dir),
+                               f"{self.package}=={self.at}"], capture_output=True, text=True)
+        if done.returncode != 0:  # pip's own last words: the measured reason a sweep's column gives
+            raise InstallError(f"{self.package}=={self.at} does not install here: "
+                               f"{(done.stderr or done.stdout).strip()[-600:]}")
         (self.overlay_dir / INSTALLED).write_text(f"{self.package}=={self.at}\n")
         return self.overlay_dir

@@ -103,7 +103,8 @@ def _generator_class():
 
         def generate(self, request, generation_args, progress_callback=None):
             tokenizer = self.model_provider.tokenizer
-            prompt, _, _, initial_state, _ = self._tokenize(tokenizer, request, generation_args)
+            # 0.32.1 added a fifth value (the request's images); an older release laid over the env returns four
+            prompt, _, _, initial_state, *_ = self._tokenize(tokenizer, request, generation_args)
             stop_sequences, text_sm = self._make_state_machine(self.model_provider.model_key, tokenizer,
                                                                generation_args.stop_words)
             ctx = server.GenerationContext(has_tool_calling=tokenizer.has_tool_calling,

@@ -194,6 +194,19 @@ def _unstreamed_args(parser) -> dict | None:
     return {"index": index, "function": {"arguments": remaining}} if remaining else None
 
 
+def refuses(req: dict) -> str | None:
+    """Why SGLang's server would not start with these parsers (None: it would): server_args.py takes
+    ``--tool-call-parser`` and ``--reasoning-parser`` from its parser registries' keys, so a parser an older
+    release (ENGINE@VERSION) does not have yet is a launch error there, not a failing parse."""
+    _, _, FunctionCallParser, ReasoningParser = _imports()
+    tool, reasoning = req.get("tool_parser"), req.get("reasoning_parser")
+    if tool and tool not in FunctionCallParser.ToolCallParserEnum:
+        return f"--tool-call-parser {tool}: not a choice of this release"
+    if reasoning and reasoning.lower() not in ReasoningParser.DetectorMap:
+        return f"--reasoning-parser {reasoning}: not a choice of this release"
+    return None
+
+
 def hello() -> dict:
     from importlib.metadata import version
     return {"engine": "sglang", "version": version("sglang"), "python": sys.version.split()[0]}
@@ -214,4 +227,4 @@ def _worker_module():
 if __name__ == "__main__":
     sys.path.pop(0)  # the script's folder (see _worker_module)
     install_shim()
-    _worker_module().serve(hello(), parse, stream)
+    _worker_module().serve(hello(), parse, stream, refuses)

@@ -1,0 +1,77 @@
+# LMDeploy's own parsers, called as its OpenAI server calls them (lmdeploy/serve/openai/api_server.py): the tool
+# parser first, then the reasoning parser on what it left (skipped when the request turns thinking off); gpt-oss
+# through harmony_utils.GptOssChatParser on token ids. Streamed: per piece, with the text and token ids so far.
+# Needs only the lmdeploy package (and the transformers it installs, for the model's tokenizer); TOKENIZER is the
+# model's folder or Hugging Face repo. Call ids are random, as on the server.
+import json
+
+from lmdeploy.serve.openai import harmony_utils, protocol
+from lmdeploy.serve.openai.reasoning_parser import ReasoningParserManager
+from lmdeploy.serve.openai.tool_parser import ToolParserManager
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
+request = protocol.ChatCompletionRequest(model="repro", messages=[{"role": "user", "content": "repro"}],
+                                         tools=TOOLS or None, tool_choice="auto",
+                                         chat_template_kwargs=CHAT_TEMPLATE_KWARGS or None)
+thinking = (request.chat_template_kwargs or {}).get("enable_thinking") is not False  # api_server.py:464-472
+harmony = TOOL_PARSER == "GptOssChatParser"  # built for GptOssForCausalLM models, with no flag
+
+
+def encode(text):
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def parsers():
+    # api_server.set_parsers: one object per name, built with the model's tokenizer
+    return (ToolParserManager.get(TOOL_PARSER)(tokenizer) if TOOL_PARSER and not harmony else None,
+            ReasoningParserManager.get(REASONING_PARSER)(tokenizer) if REASONING_PARSER else None)
+
+
+def show(message):
+    return json.dumps(json.loads(message.model_dump_json()), ensure_ascii=False)
+
+
+# Non-streamed
+if harmony:
+    message = harmony_utils.GptOssChatParser().parse_full(encode(TEXT))
+else:
+    tool_parser, reasoning_parser = parsers()
+    text, calls, reasoning = TEXT, None, None
+    if tool_parser is not None:
+        info = tool_parser.extract_tool_calls(text, request=request)  # raising: the server's HTTP 400
+        text, calls = info.content, info.tool_calls
+    if reasoning_parser is not None and thinking:
+        reasoning, text = reasoning_parser.extract_reasoning_content(text, request)
+    message = protocol.ChatMessage(role="assistant", content=text, tool_calls=calls, reasoning_content=reasoning)
+print("non-streamed message:", show(message))
+
+# Streamed, one engine step per piece
+if PIECES is not None:
+    print("streamed deltas:")
+    pieces = [(text, ids if ids is not None else encode(text)) for text, ids in PIECES]
+    if harmony:
+        stream = harmony_utils.GptOssChatParser()
+        for _text, ids in pieces:
+            print(show(stream.parse_streaming(ids)))
+    else:
+        tool_parser, reasoning_parser = parsers()
+        previous_text, previous_ids = "", []
+        for text, ids in pieces:
+            delta = protocol.DeltaMessage(role="assistant", content=text)
+            current_text, current_ids = previous_text + text, previous_ids + ids
+            if tool_parser is not None:
+                tool_delta = tool_parser.extract_tool_calls_streaming(
+                    previous_text=previous_text, current_text=current_text, delta_text=delta.content,
+                    previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids,
+                    request=request)
+                if tool_delta is not None:
+                    delta.tool_calls, delta.content = tool_delta.tool_calls, tool_delta.content
+            if reasoning_parser is not None and thinking:
+                reasoning_delta = reasoning_parser.extract_reasoning_content_streaming(
+                    previous_text=previous_text, current_text=current_text, delta_text=delta.content or "",
+                    previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids)
+                if reasoning_delta is not None:
+                    delta.reasoning_content, delta.content = reasoning_delta.reasoning_content, reasoning_delta.content
+            previous_text, previous_ids = current_text, current_ids
+            print(show(delta))

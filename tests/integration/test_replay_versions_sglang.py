@@ -1,0 +1,75 @@
+"""The version axis on the real SGLang parser packages: ``toolmatrix replay-bisect`` finds the broken/fixed boundary
+a public bug of the committed bugs.jsonl names, and ``replay-sweep`` over the same two releases, read back by
+``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there.
+Uses two overlays only, the report's two releases (the ones ``toolmatrix replay-install --bugs`` installs; otherwise
+they install on first use, PyPI, --no-deps); the pinned release is the env itself.
+
+Needs SGLang's parser env (``toolmatrix replay-install sglang``) and the tokenizers; skipped without them, unless
+TOOLMATRIX_REQUIRE_ENGINES=1 (CI), where that fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.replay.bugs import Bug, default_file, load_bugs, pinned_version
+from toolmatrix.replay.feeder import tokenizer_path
+from toolmatrix.replay.fixtures import Fixture
+from toolmatrix.replay.session import adapters
+
+TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")
+
+
+@pytest.fixture
+def fixed_bug() -> tuple[Fixture, Bug]:
+    """sgl-project/sglang#18102: broken at 0.5.9, fixed at 0.5.10 (the stream of two calls in one delta)."""
+    missing = [why for why in (adapters(["sglang"])[0].ready(),) if why]
+    missing += [] if tokenizer_path("hermes") else ["toolmatrix replay-install tokenizers"]
+    if missing:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail("; ".join(missing))
+        pytest.skip("; ".join(missing))
+    fixture, bug = next((f, b) for f, b in load_bugs(default_file()) if b.label == "sgl-project/sglang#18102")
+    assert bug.fixed is not None
+    return fixture, bug
+
+
+def _toolmatrix(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(TOOLMATRIX), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_bisect_finds_the_reported_fixed_release_of_a_public_bug(fixed_bug: tuple[Fixture, Bug]) -> None:
+    fixture, bug = fixed_bug
+    # broken, fixed, pinned: the search must replay the middle one to tell which side of it the change is on.
+    versions = ",".join([bug.broken, str(bug.fixed), pinned_version(adapters(["sglang"])[0]) or ""])
+    done = _toolmatrix("replay-bisect", "--engine", "sglang", "--fixture", fixture.id,
+                       "--fixtures", str(default_file()), "--versions", versions)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == f"{fixture.id}: fail at {bug.broken}, pass at {bug.fixed}", done.stdout
+    assert done.stdout.rstrip().endswith("3 releases replayed")
+
+
+def test_a_sweep_of_the_two_releases_shows_the_fix_in_the_version_table(fixed_bug: tuple[Fixture, Bug],
+                                                                        tmp_path: Path) -> None:
+    fixture, bug = fixed_bug
+    fixtures = tmp_path / "bug.jsonl"
+    # and a Gemma 4 fixture: neither release has that parser yet, so its server would refuse to start with it
+    fixtures.write_text("".join(line + "\n" for line in default_file().read_text(encoding="utf-8").splitlines()
+                                if f'"{fixture.id}"' in line or '"family": "gemma4"' in line), encoding="utf-8")
+    swept = _toolmatrix("replay-sweep", "--engine", "sglang", "--versions", f"{bug.fixed},{bug.broken}",
+                        "--fixtures", str(fixtures), "--results-dir", str(tmp_path / "sweep"), "--chunking", "token")
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    assert [line.split(":")[0] for line in swept.stdout.splitlines()] == [f"sglang@{bug.broken}", f"sglang@{bug.fixed}"]
+    table = _toolmatrix("replay-versions", str(tmp_path / "sweep"))
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert (f"fix {bug.broken} -> {bug.fixed} {fixture.family}: {fixture.id} [stream:token] fail->pass"
+            in table.stdout), table.stdout
+    run = json.loads((tmp_path / "sweep" / f"sglang@{bug.broken}" / "run.json").read_text())
+    assert run["engine"]["skipped_families"]["gemma4"].endswith("--tool-call-parser gemma4: not a choice of this "
+                                                                "release")
+    assert any(line.split()[:3] == ["gemma4", "n/a", "n/a"] for line in table.stdout.splitlines()), table.stdout

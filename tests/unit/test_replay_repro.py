@@ -1,0 +1,115 @@
+"""``toolmatrix replay-repro``: a fixture's repro that runs with the engine's own package alone.
+
+Without the engines' envs: every replay engine has a template; each rendered snippet is valid Python (or shell),
+imports nothing of toolmatrix and nothing but the engine's own package and the standard library, and carries the
+worker's own request for the fixture (text, tools, parsers, thinking switch, the stream's pieces); a curl repro
+sends a chat request with the fixture's tools and thinking switch. The snippets' answers are held to the replay
+records in tests/integration/test_replay_repro_run.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from toolmatrix.cli import main
+from toolmatrix.registry import load_engines
+from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.fixtures import Fixture, dump_fixtures
+from toolmatrix.replay.repro import snippet, template
+from toolmatrix.replay.session import parse_request
+
+TEXT = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+FIXTURE = Fixture.from_dict({"id": "hermes.single.weather.plain", "family": "hermes", "model": "qwen3", "text": TEXT,
+                             "tools": TOOLS, "expected": {"tool_calls": [{"name": "get_weather",
+                                                                          "arguments": {"city": "Zürich"}}],
+                                                          "content": None, "reasoning": "hm"}})
+# The import names each engine's package brings (lmdeploy builds its parsers with a transformers tokenizer, mlx-lm
+# runs on mlx): nothing else beside the standard library.
+PACKAGES = {"sglang": {"sglang"}, "vllm": {"vllm"}, "transformers": {"transformers"},
+            "lmdeploy": {"lmdeploy", "transformers"}, "mlxlm": {"mlx_lm"}}
+
+
+def _adapter(engine: str):
+    return adapter_for(load_engines()[engine])
+
+
+def _constants(code: str) -> dict:
+    """The snippet's constants block, as the literals it assigns."""
+    tree = ast.parse(code)
+    return {node.targets[0].id: ast.literal_eval(node.value) for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.isupper()}
+
+
+def test_every_replay_engine_has_a_repro_template() -> None:
+    assert {engine: bool(template(engine)[1].strip()) for engine in ADAPTERS} == dict.fromkeys(ADAPTERS, True)
+    with pytest.raises(LookupError, match="tgi: no repro template"):
+        template("tgi")
+
+
+@pytest.mark.parametrize("engine", sorted(PACKAGES))
+def test_a_python_repro_imports_only_the_engines_package_and_carries_the_workers_request(engine: str) -> None:
+    adapter = _adapter(engine)
+    code = snippet(adapter, FIXTURE, "token")
+    assert template(engine)[0] == ".py"
+    tree = ast.parse(code)  # valid Python as printed
+    roots = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    roots |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert roots - sys.stdlib_module_names == PACKAGES[engine]
+
+    request = parse_request(adapter, FIXTURE, ["token"])
+    constants = _constants(code)
+    assert constants["TEXT"] == TEXT and constants.get("TOOLS", TOOLS) == TOOLS
+    assert constants["TOOL_PARSER"] == request["tool_parser"] and constants["TOOL_PARSER"]
+    assert constants.get("REASONING_PARSER", request["reasoning_parser"]) == request["reasoning_parser"]
+    assert constants["PIECES"] == [tuple(piece) for piece in request["streams"]["token"]]
+    assert "".join(text for text, _ids in constants["PIECES"]) == TEXT
+    assert code.startswith("# Replay fixture hermes.single.weather.plain on ")
+    assert '"reasoning": "hm"' in code.splitlines()[2]  # the expected answer, for the reader
+
+
+def test_without_a_chunking_the_repro_is_the_non_streamed_parse_alone() -> None:
+    constants = _constants(snippet(_adapter("sglang"), FIXTURE))
+    assert constants["PIECES"] is None
+    with pytest.raises(ValueError, match="unknown chunking 'bytes'"):
+        snippet(_adapter("sglang"), FIXTURE, "bytes")
+
+
+@pytest.mark.parametrize(("engine", "switch"), [("llamacpp", "chat_template_kwargs"), ("dynamo", "chat_template_args")])
+def test_a_curl_repro_sends_the_fixtures_tools_and_thinking_switch_to_the_engines_server(engine: str,
+                                                                                         switch: str) -> None:
+    code = snippet(_adapter(engine), FIXTURE, "whole")
+    assert template(engine)[0] == ".sh" and "needs" in code and "model" in code  # it says what it needs
+    # curl stubbed to print the request body it would send
+    done = subprocess.run(["bash", "-c", 'curl() { for a; do last=$a; done; printf "%s\\n" "$last"; }\n' + code],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    whole, streamed = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert whole["tools"] == TOOLS and whole[switch] == {"enable_thinking": True} and "stream" not in whole
+    assert streamed == {**whole, "stream": True}
+
+
+def test_an_engine_without_the_familys_parser_is_refused_with_its_reason() -> None:
+    granite = Fixture.from_dict({**FIXTURE.to_dict(), "id": "granite.x", "family": "granite"})
+    with pytest.raises(LookupError, match="granite.x: sglang: .*granite"):
+        snippet(_adapter("sglang"), granite)
+
+
+def test_the_command_prints_the_snippet_and_names_what_is_wrong(tmp_path, capsys) -> None:
+    fixtures = tmp_path / "f.jsonl"
+    dump_fixtures([FIXTURE], fixtures)
+    base = ["replay-repro", "--fixtures", str(fixtures), "--engine", "sglang"]
+    assert main([*base, "--fixture", FIXTURE.id, "--chunking", "whole"]) == 0
+    assert _constants(capsys.readouterr().out)["PIECES"] == [(TEXT, None)]
+    assert main([*base, "--fixture", "nope"]) == 2
+    assert f"{fixtures}: no fixture with id 'nope'" in capsys.readouterr().err
+    assert main([*base[:-1], "tgi", "--fixture", FIXTURE.id]) == 2
+    assert "--engine tgi: no replay adapter" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""The version table (toolmatrix.replay.versions): pass shares per family and release, releases in version order,
+and every record that flipped between adjacent replayed releases, named as a regression or a fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.registry import load_engines
+from toolmatrix.replay.session import record_cannot_replay
+from toolmatrix.replay.versions import FIX, REGRESSION, read_sweep, table
+from toolmatrix.results import ResultsError
+
+
+NO_GEMMA4 = {"gemma4": "sglang gemma4: --tool-call-parser gemma4: not a choice of this release"}
+
+
+def _release(root: Path, version: str, verdicts: dict[tuple[str, str], str], skipped: dict[str, str]) -> None:
+    """A sweep run: the run.json a replay writes, the families in ``skipped`` skipped with their reason, then one
+    record line per (case, mode) with the fields the table reads."""
+    directory = root / f"sglang@{version}"
+    record_cannot_replay(load_engines()["sglang"], [], directory, "unused", version)
+    run = json.loads((directory / "run.json").read_text())
+    run["engine"]["skipped_families"] = skipped
+    (directory / "run.json").write_text(json.dumps(run))
+    lines = [{"case_id": case, "mode": mode, "verdict": verdict, "replay": {"family": case.split(".")[0]}}
+             for (case, mode), verdict in verdicts.items()]
+    (directory / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+@pytest.fixture
+def sweep_dir(tmp_path: Path) -> Path:
+    _release(tmp_path, "0.5.10", {("hermes.a", "stream"): "pass", ("hermes.b", "stream"): "pass",
+                                  ("glm45.a", "nonstream"): "pass"}, NO_GEMMA4)
+    _release(tmp_path, "0.5.9", {("hermes.a", "stream"): "fail", ("hermes.b", "stream"): "pass",
+                                 ("glm45.a", "nonstream"): "pass"}, NO_GEMMA4)
+    cannot = "sglang==0.5.11 does not install here:\nERROR: No matching"
+    _release(tmp_path, "0.5.11", {}, dict.fromkeys(("gemma4", "glm45", "hermes"), cannot))
+    _release(tmp_path, "0.5.12", {("hermes.a", "stream"): "pass", ("hermes.b", "stream"): "pass",
+                                  ("glm45.a", "nonstream"): "error"}, NO_GEMMA4)
+    _release(tmp_path, "0.5.13", {("hermes.a", "stream"): "pass", ("hermes.b", "stream"): "pass",
+                                  ("glm45.a", "nonstream"): "error", ("gemma4.a", "stream"): "pass"}, {})
+    return tmp_path
+
+
+def test_releases_are_in_version_order_with_each_familys_pass_share(sweep_dir: Path) -> None:
+    sweep = read_sweep(sweep_dir)
+    columns = sweep.columns["sglang"]
+    assert [c.version for c in columns] == ["0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13"]  # 0.5.10 after 0.5.9
+    assert [c.share("hermes") for c in columns] == [(1, 2), (2, 2), None, (2, 2), (2, 2)]
+
+
+def test_flips_between_adjacent_replayed_releases_are_fixes_and_regressions(sweep_dir: Path) -> None:
+    flips = read_sweep(sweep_dir).flips("sglang")
+    assert [(f.kind, f.before, f.after, f.case_id, f.mode) for f in flips] == [
+        (FIX, "0.5.9", "0.5.10", "hermes.a", "stream"),
+        (REGRESSION, "0.5.10", "0.5.12", "glm45.a", "nonstream"),  # 0.5.11 could not replay: stepped over
+    ]
+
+
+def test_the_table_marks_changed_cells_and_names_flipped_records_and_why_a_release_is_missing(sweep_dir: Path) -> None:
+    text = table(read_sweep(sweep_dir))
+    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()[2:5]}
+    assert rows == {"gemma4": ["n/a", "n/a", "n/a", "n/a", "1/1"], "glm45": ["1/1", "1/1", "n/a", "0/1", "v", "0/1"],
+                    "hermes": ["1/2", "2/2", "^", "n/a", "2/2", "2/2"]}
+    assert "fix 0.5.9 -> 0.5.10 hermes: hermes.a [stream] fail->pass" in text
+    assert "regression 0.5.10 -> 0.5.12 glm45: glm45.a [nonstream] pass->error" in text
+    assert "0.5.11: cannot replay here: ERROR: No matching" in text
+    assert ("first replayed at 0.5.13: gemma4 (before: sglang gemma4: --tool-call-parser gemma4: not a choice of "
+            "this release)") in text
+
+
+def test_a_folder_without_sweep_runs_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="no ENGINE@VERSION run in it"):
+        read_sweep(tmp_path)
