@@ -85,9 +85,9 @@ CASES = {
     "E1": lambda whole, deltas: (  # the call whole, but streamed as one delta its arguments never follow
         whole["tool_calls"][0]["function"]["arguments"] != ""
         and [c["function"].get("arguments") for d in deltas for c in d.get("tool_calls", [])] == [""]),
-    "L1": lambda whole, deltas: not whole["tool_calls"] and whole["content"].startswith("<|python_tag|>{"),
-    "M2": lambda whole, deltas: "9007199254740992" in whole["tool_calls"][0]["function"]["arguments"],
-    "E2": lambda whole, deltas: bool(whole["tool_calls"]) and deltas == [],  # one finished delta: nothing at all
+    "L1": lambda whole, deltas: not whole["tool_calls"] and whole["content"].startswith('{"name": '),
+    "M1": lambda whole, deltas: not whole["tool_calls"] and "</tool_call>" in whole["content"],  # the rest leaks
+    "E4": lambda whole, deltas: not whole["tool_calls"] and whole["content"].startswith("<tool_call>"),
     "E5": lambda whole, deltas: "\\u00fc" in whole["tool_calls"][0]["function"]["arguments"],
 }
 
@@ -110,6 +110,8 @@ def test_the_standalone_repro_prints_the_bug_as_the_replay_record_shows_it(clust
 
     records = _records(engine, fixture_id)
     message = records["nonstream"]["response"]["choices"][0]["message"]
+    if whole.get("tool_calls") is None:  # mlx_lm.server leaves the key out where the record, as served, has []
+        whole["tool_calls"] = []
     assert _without_ids({k: whole.get(k) for k in message if k != "role"}) == \
         _without_ids({k: v for k, v in message.items() if k != "role"})
     chunks = records[mode_of(chunking)]["chunks"]

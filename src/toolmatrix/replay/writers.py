@@ -106,8 +106,8 @@ def harmony(calls: Sequence[Call], style: Style) -> str:
 
 
 def harmony_channel_first(calls: Sequence[Call], style: Style) -> str:
-    """The channel before the recipient and ``<|constrain|>json``: the form of OpenAI's Harmony guide, which
-    gpt-oss writes too (openai-harmony renders it)."""
+    """The channel before the recipient and ``<|constrain|>json``: the form the examples of model output in
+    OpenAI's Harmony guide show (openai-harmony itself renders the recipient first, as the template does)."""
     return "".join(f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
                    f"{_json(a, style)}<|call|>" for n, a in calls)
 
