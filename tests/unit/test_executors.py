@@ -18,7 +18,7 @@ from kubernetes.client import ApiClient
 
 from toolmatrix.cli import main
 from toolmatrix.executors import EmitError
-from toolmatrix.executors.github import artifact_name, workflow
+from toolmatrix.executors.github import CHECKOUT, SETUP_PYTHON, UPLOAD, artifact_name, workflow
 from toolmatrix.executors.kubernetes import FINISHED_IS_SUCCESS, job_name, manifests
 from toolmatrix.launchers.docker import container_config
 from toolmatrix.registry import load_registry
@@ -70,6 +70,17 @@ def test_workflow_passes_actionlint(tmp_path, variant, baseline):
                              runs_on=CPU_LABELS, gpu_runs_on=GPU_LABELS, baseline=baseline))
     lint = actionlint(path)
     assert (lint.returncode, lint.stdout + lint.stderr) == (0, "")
+
+
+def test_the_documented_gate_example_passes_actionlint_and_installs_from_the_repository():
+    """docs/github-actions-gate.yml, which users copy: no package index serves toolmatrix, so it installs from the
+    source the user names, on action majors that are not past their removal date."""
+    path = Path(__file__).parents[2] / "docs" / "github-actions-gate.yml"
+    lint = actionlint(path)
+    assert (lint.returncode, lint.stdout + lint.stderr) == (0, "")
+    steps = yaml.safe_load(path.read_text())["jobs"]["gate"]["steps"]
+    assert any(step.get("run", "").startswith('pip install "${{ vars.TOOLMATRIX_SOURCE }}"') for step in steps)
+    assert {step["uses"] for step in steps if "uses" in step} == {CHECKOUT, SETUP_PYTHON, UPLOAD}
 
 
 def test_actionlint_fails_a_broken_workflow(tmp_path):
