@@ -132,7 +132,9 @@ def write_replay_results(directory: Path, engine: str, verdicts: dict[str, str],
     """A parser-replay run of ``engine`` at ``version`` as the replay tier writes it: pair ``parser-replay@ENGINE``,
     records of category ``replay.FAMILY`` (``{family: verdict}``, non-streamed and token-streamed),
     ``skipped_families``."""
-    records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
+    records = [{**record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}"),
+                "replay": {"tier": "replay", "engine": engine, "engine_version": version, "parser": family,
+                           "chunking": "none" if mode == "nonstream" else "token", "family": family}}
                for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
     write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}", version=version)
     run = json.loads((directory / "run.json").read_text())
