@@ -191,6 +191,8 @@ def _cmd_versions(args: argparse.Namespace) -> int:
         print(table(read_sweep(Path(args.results_dir))), end="")
     except ResultsError as exc:
         print(f"replay-versions: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _cmd_repro(args: argparse.Namespace) -> int:
