@@ -127,12 +127,16 @@ def suite(verdicts: dict[str, str], modes: tuple[str, ...] = ("nonstream", "stre
     return out
 
 
-def write_replay_results(directory: Path, engine: str, verdicts: dict[str, str], skipped: dict[str, str]) -> Path:
-    """A parser-replay run of ``engine`` as the replay tier writes it: pair ``parser-replay@ENGINE``, records of
-    category ``replay.FAMILY`` (``{family: verdict}``, non-streamed and token-streamed), ``skipped_families``."""
-    records = [record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}")
+def write_replay_results(directory: Path, engine: str, verdicts: dict[str, str], skipped: dict[str, str],
+                         version: str = "b1234") -> Path:
+    """A parser-replay run of ``engine`` at ``version`` as the replay tier writes it: pair ``parser-replay@ENGINE``,
+    records of category ``replay.FAMILY`` (``{family: verdict}``, non-streamed and token-streamed),
+    ``skipped_families``."""
+    records = [{**record(f"{family}.case", verdict, mode=mode, category=f"replay.{family}"),
+                "replay": {"tier": "replay", "engine": engine, "engine_version": version, "parser": family,
+                           "chunking": "none" if mode == "nonstream" else "token", "family": family}}
                for family, verdict in verdicts.items() for mode in ("nonstream", "stream:token")]
-    write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
+    write_results(directory, records, model="parser-replay", engine=engine, run_id=f"replay-{engine}", version=version)
     run = json.loads((directory / "run.json").read_text())
     run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
     (directory / "run.json").write_text(json.dumps(run))

@@ -6,7 +6,10 @@ error. Two single runs are compared whatever their pairs (with a warning where t
 
 Exit status: 0 the gate passed; 1 it failed (a case x mode that passed in the baseline does not pass now, or a
 category is under its ``--min-pass-rate``); 2 usage or input error (a missing, unreadable, invalid or damaged
-baseline, results or allowlist: never read as a pass, nor as a regression). Cells in the allowlist are known not
+baseline, results or allowlist: never read as a pass, nor as a regression). A case x mode that passes now and did
+not in the baseline is listed as fixed. The same pair at another engine version (two releases of one engine's
+replay runs, ``toolmatrix replay-sweep``'s ``DIR/ENGINE@VERSION``) is gated like any pair, the upgrade said in the
+output: a team gates an engine bump on its parser replay without a GPU. Cells in the allowlist are known not
 to work: they are neither regressions nor counted in pass rates. The JUnit XML has one test per case x mode and
 one per threshold. ``--min-pass-lower`` thresholds the lower end of pass@1's 95 % Wilson interval (``passk``), so a
 verdict over repeated samples (``--samples K``) gates on what the samples prove, not on their luck; a case x mode
@@ -89,6 +92,7 @@ class Ruling(Word):
     """The gate's word on one case x mode."""
 
     PASSED = "passed"
+    FIXED = "fixed"  # passes now, did not in the baseline
     REGRESSION = "regression"  # passed in the baseline, does not now
     ALLOWED = "allowed"  # in the allowlist: not gated
     NOT_GATED = "not_gated"  # fails, but did not pass in the baseline either
@@ -157,6 +161,7 @@ class GateReport:
     warnings: tuple[str, ...]
     repro: Mapping[Key, str] = attrs.field(factory=dict, repr=False)
     tier: str = "live"  # replay: the engine's output parser fed given text (no model ran)
+    versions: tuple[str | None, str | None] = (None, None)  # the engine's version in the baseline, in the results
 
     @property
     def breaches(self) -> tuple[Rate, ...]:
@@ -167,6 +172,10 @@ class GateReport:
         return tuple(v for v in self.judgements if v.ruling is Ruling.REGRESSION)
 
     @property
+    def fixed(self) -> tuple[Judgement, ...]:
+        return tuple(v for v in self.judgements if v.ruling is Ruling.FIXED)
+
+    @property
     def exit_code(self) -> int:
         return EXIT_FAILED if self.regressions or self.breaches else EXIT_PASS
 
@@ -175,10 +184,14 @@ class GateReport:
         known = [v for v in self.judgements if v.ruling is Ruling.NOT_GATED]
         tier = " (parser replay: the engine's parser on given text, no model ran)" if self.tier == "replay" else ""
         out = [f"gate: {self.pair}{tier}: results {self.results} against baseline {self.baseline}"]
+        if self.versions[0] != self.versions[1]:
+            out.append(f"upgrade: engine version {self.versions[0] or '?'} in the baseline, {self.versions[1] or '?'} "
+                       "in the results")
         out += [f"warning: {w}" for w in self.warnings]
         for v in self.regressions:
             out += [f"REGRESSION {v.key[0]} [{v.key[1]}]: {v.message}", f"  repro: {self.repro[v.key]}"]
         out += [f"UNDER THRESHOLD {b}" for b in self.breaches]
+        out += [f"fixed {v.key[0]} [{v.key[1]}]: {v.message}" for v in self.fixed]
         if allowed:
             out.append(f"allowlisted: {len(allowed)} case x mode(s) not gated")
         if known:
@@ -250,7 +263,8 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
             used.add(entry)
             judgements.append(Judgement(key, category, Ruling.ALLOWED, f"allowlisted ({entry.where}): {entry.reason}"))
         elif cur is not None and cur.verdict is Verdict.PASS:
-            judgements.append(Judgement(key, category, Ruling.PASSED, ""))
+            judgements.append(Judgement(key, category, Ruling.PASSED, "") if was is None or was.verdict is Verdict.PASS
+                              else Judgement(key, category, Ruling.FIXED, f"{was.verdict} in the baseline, passes now"))
         elif was is not None and was.verdict is Verdict.PASS:
             message = ("passed in the baseline, missing from the results" if cur is None else
                        f"passed in the baseline, now {cur.verdict} (blame: {cur.blame}): {cur.reason}")
@@ -287,7 +301,7 @@ def _rates(judgements: list[Judgement], samples: dict[Key, list[Outcome]],
             rates.append(_lower_rate(category, threshold, present, {j.key: samples[j.key] for j in scope}))
             continue
         if measure is Measure.PASS_RATE:
-            passed, total = sum(j.ruling is Ruling.PASSED for j in scope), len(scope)
+            passed, total = sum(j.ruling in (Ruling.PASSED, Ruling.FIXED) for j in scope), len(scope)
         else:
             judged = [now[j.key].conformant for j in scope if now[j.key].conformant is not None]
             passed, total = sum(judged), len(judged)
@@ -346,7 +360,7 @@ def _gate_pair(baseline: Loaded, results: Loaded, allow: tuple[AllowEntry, ...],
         info.pair, f"{base_info.path} (run {base_info.run_id})", f"{info.path} (run {info.run_id})",
         tuple(judgements), tuple(rates), tuple(warnings),
         {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION},
-        info.run.engine.get("tier", "live"))
+        info.run.engine.get("tier", "live"), (base_info.run.engine.get("version"), info.run.engine.get("version")))
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

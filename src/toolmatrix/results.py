@@ -366,10 +366,13 @@ class Run:
 
     def repro_prefix(self) -> list[str]:
         """``pytest`` and the target options of this run: the engine spec, or the URL of an external server; for a
-        parser-replay run, ``toolmatrix replay`` with the run's fixture file and engine."""
+        parser-replay run, ``toolmatrix replay`` with the run's fixture file and engine (``ENGINE@VERSION`` where the
+        run replayed one release: a sweep's, or one named so)."""
         if self.engine.get("tier") == "replay":
-            return ["toolmatrix", "replay", "--fixtures", self.option("--fixtures") or "FIXTURES.jsonl",
-                    "--engine", self.engine["id"]]
+            release = self.command[1:2] == ["replay-sweep"] or "@" in (self.option("--engine") or "")
+            engine = self.engine["id"]
+            return ["toolmatrix", "replay", "--fixtures", self.option("--fixtures") or "FIXTURES.jsonl", "--engine",
+                    f"{engine}@{self.engine['version']}" if release and self.engine.get("version") else engine]
         options = [f"--api={self.api}"] if self.api != "chat" else []
         # Repeated samples ask at their own temperature and seeds: the repro asks the same K.
         options += [f"{name}={self.option(name)}" for name in ("--samples", "--temperature") if self.option(name)]

@@ -256,6 +256,43 @@ def test_replay_cells_are_a_table_of_their_own_with_the_reason_in_each_empty_cel
 
 
 @pytest.fixture(scope="module")
+def with_sweep(tmp_path_factory) -> Path:
+    """SGLang at two releases (a replay-sweep folder): hermes regresses, glm45 is fixed, gemma4 not replayed at
+    the older one (a reason holding markup)."""
+    root = tmp_path_factory.mktemp("sweep")
+    write_replay_results(root / "sglang@0.5.9", "sglang", {"hermes": "pass", "glm45": "fail"},
+                         {"gemma4": f"not a choice {SCRIPT}"}, version="0.5.9")
+    write_replay_results(root / "sglang@0.5.10", "sglang", {"hermes": "fail", "glm45": "pass", "gemma4": "pass"}, {},
+                         version="0.5.10")
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_a_sweep_is_a_families_x_releases_table_whose_marks_open_the_flipped_records(browser, with_sweep):
+    page = open_page(browser, with_sweep)
+    assert page.locator("#versions").is_visible() and "no model ran" in page.locator("#versions h2").inner_text()
+    assert page.locator("#versions thead th").all_inner_texts()[1:] == ["0.5.9", "0.5.10"]
+    assert page.locator("#versions tbody th").all_inner_texts() == ["gemma4", "glm45", "hermes"]
+    assert page.locator("#versions td[data-family='gemma4'][data-release='0.5.9']").inner_text() == \
+        f"not replayed: not a choice {SCRIPT}"
+    regressed = page.locator("#versions td[data-family='hermes'][data-release='0.5.10']")
+    assert regressed.locator(".rate").inner_text() == "0%" and "lv-bad" in regressed.get_attribute("class")
+    mark = regressed.locator("a.down")
+    assert mark.inner_text() == "\u25bc 2 regression"
+    assert page.locator("#versions td[data-family='glm45'][data-release='0.5.10'] a.up").inner_text() == "\u25b2 2 fix"
+    assert page.locator("#versions td[data-family='hermes'][data-release='0.5.9'] a").count() == 0
+    target = page.locator("#versions li.regression")
+    assert not target.locator("details").evaluate("d => d.open")
+    mark.click()
+    assert target.locator("details").evaluate("d => d.open")
+    assert target.locator("details > ul > li").all_inner_texts() == [
+        "hermes.case [nonstream] pass \u2192 fail", "hermes.case [stream:token] pass \u2192 fail"]
+    assert page.evaluate("location.hash") == "#" + target.get_attribute("id")
+    assert page.locator("script").count() == 2  # the reason stayed text
+    page.close()
+
+
+@pytest.fixture(scope="module")
 def with_surfaces(tmp_path_factory) -> Path:
     """m1 on e1 over Chat Completions, the Responses API and the Messages API (a wrong call over Responses, in
     that surface's own shapes); m2 on e1 over Chat Completions only."""

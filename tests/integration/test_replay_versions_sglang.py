@@ -1,6 +1,7 @@
 """The version axis on the real SGLang parser packages: ``toolmatrix replay-bisect`` finds the broken/fixed boundary
 a public bug of the committed bugs.jsonl names, and ``replay-sweep`` over the same two releases, read back by
-``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there.
+``replay-versions``, shows that record's fix, and a family whose parser a release lacks as not replayed there;
+``toolmatrix gate`` between 0.5.10 and the pinned release flags a GLM-4.5 regression and lists a GLM-4.7 fix.
 Uses two overlays only, the report's two releases (the ones ``toolmatrix replay-install --bugs`` installs; otherwise
 they install on first use, PyPI, --no-deps); the pinned release is the env itself.
 
@@ -20,6 +21,7 @@ import pytest
 from toolmatrix.replay.bugs import Bug, default_file, load_bugs, pinned_version
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture
+from toolmatrix.registry import data_root
 from toolmatrix.replay.session import adapters
 
 TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")
@@ -73,3 +75,31 @@ def test_a_sweep_of_the_two_releases_shows_the_fix_in_the_version_table(fixed_bu
     assert run["engine"]["skipped_families"]["gemma4"].endswith("--tool-call-parser gemma4: not a choice of this "
                                                                 "release")
     assert any(line.split()[:3] == ["gemma4", "n/a", "n/a"] for line in table.stdout.splitlines()), table.stdout
+
+
+def test_the_gate_between_two_releases_flags_the_regression_and_lists_the_fix(tmp_path: Path) -> None:
+    # Two snapshot fixtures whose verdicts differ between 0.5.10 and the pinned release (0.5.23 when measured):
+    # GLM-4.5's newline-led <think> kept in the reasoning (triage E11; its whole-text stream fails at both), GLM-4.7's
+    # null value parsed.
+    regressed, fixed = "glm45.choose.time_not_weather.think", "glm47.types.null_value.plain"
+    snapshot = data_root() / "results" / "replay" / "fixtures.jsonl"
+    lines = [line for line in snapshot.read_text(encoding="utf-8").splitlines()
+             if f'"id": "{regressed}"' in line or f'"id": "{fixed}"' in line]
+    why = adapters(["sglang"])[0].ready()  # whole texts: no tokenizer needed
+    if why:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    fixtures = tmp_path / "two.jsonl"
+    fixtures.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    pinned = pinned_version(adapters(["sglang"])[0])
+    swept = _toolmatrix("replay-sweep", "--engine", "sglang", "--versions", f"0.5.10,{pinned}", "--fixtures",
+                        str(fixtures), "--results-dir", str(tmp_path / "sweep"), "--chunking", "whole")
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    gated = _toolmatrix("gate", "--baseline", str(tmp_path / "sweep" / "sglang@0.5.10"),
+                        "--results", str(tmp_path / "sweep" / f"sglang@{pinned}"))
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    lines = gated.stdout.splitlines()
+    assert f"upgrade: engine version 0.5.10 in the baseline, {pinned} in the results" in lines
+    assert [line.split(":")[0] for line in lines if line.startswith(("REGRESSION", "fixed"))] == [
+        f"REGRESSION {regressed} [nonstream]", f"fixed {fixed} [nonstream]", f"fixed {fixed} [stream]"], gated.stdout

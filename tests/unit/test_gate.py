@@ -242,6 +242,38 @@ def test_a_replay_regression_says_parser_replay_and_repros_with_the_replay_comma
         "--results-dir /tmp/repro --engine sglang --chunking token")
 
 
+def test_two_releases_of_one_engine_gate_an_upgrade_listing_regressions_and_fixes(tmp_path, capsys):
+    # DIR/ENGINE@VERSION as replay-sweep writes them: the same pair, another engine version.
+    sweep = tmp_path / "sweep"
+    write_replay_results(sweep / "sglang@0.5.10", "sglang", {"hermes": "pass", "glm45": "fail", "kimi_k2": "pass"}, {},
+                         version="0.5.10")
+    now = write_replay_results(sweep / "sglang@0.5.23", "sglang",
+                               {"hermes": "fail", "glm45": "pass", "kimi_k2": "pass"}, {}, version="0.5.23")
+    run = json.loads((now / "run.json").read_text())
+    run["command"] = ["toolmatrix", "replay-sweep", "--engine", "sglang", "--versions", "0.5.10,0.5.23",
+                      "--fixtures", "fx.jsonl", "--results-dir", "sweep"]
+    (now / "run.json").write_text(json.dumps(run))
+
+    assert gate("--baseline", sweep / "sglang@0.5.10", "--results", now) == EXIT_FAILED
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "upgrade: engine version 0.5.10 in the baseline, 0.5.23 in the results"
+    assert not any(line.startswith("warning:") for line in out)
+    assert [line.split(":")[0] for line in out if line.startswith(("REGRESSION", "fixed"))] == [
+        "REGRESSION hermes.case [nonstream]", "REGRESSION hermes.case [stream", "fixed glm45.case [nonstream]",
+        "fixed glm45.case [stream"]
+    assert "fixed glm45.case [stream:token]: fail in the baseline, passes now" in out
+    assert ("  repro: grep -F '\"id\": \"hermes.case\"' fx.jsonl > /tmp/one.jsonl && toolmatrix replay --fixtures "
+            "/tmp/one.jsonl --results-dir /tmp/repro --engine sglang@0.5.23 --chunking token") in out
+    assert out[-1] == "gate: FAILED (2 regression(s), 0 category(ies) under threshold)"
+
+
+def test_a_fixed_case_counts_as_passing_in_the_pass_rate(tmp_path, baseline):
+    now = results(tmp_path, {**BASELINE, "parallel.d": "pass"})
+    [report] = run_gate(baseline, now, min_pass_rates={"parallel": 1.0}).reports
+    assert [j.key for j in report.fixed] == [("parallel.d", "nonstream"), ("parallel.d", "stream")]
+    assert report.exit_code == EXIT_PASS and report.rates[0].passed == 4 and report.versions == ("b1234", "b1234")
+
+
 def runs_folder(root: Path, m1_responses: dict[str, str], m2: dict[str, str], run_id: str) -> Path:
     """A folder as a snapshot holds it: m1@e1 over chat and (``-surfaces/responses``) over Responses, and m2@e1."""
     write_results(root / "m1@e1", suite(BASELINE), run_id=f"{run_id}-m1")

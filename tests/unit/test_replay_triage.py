@@ -129,6 +129,26 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
     assert page.rstrip().endswith("## Notes")
 
 
+def test_an_engine_bug_says_in_which_release_it_appears_and_in_which_it_is_fixed(tmp_path: Path) -> None:
+    text = RULES.replace("    upstream: [https://github.com/sgl-project/sglang/issues/1]\n",
+                         "    upstream: [https://github.com/sgl-project/sglang/issues/1]\n"
+                         "    first_broken: '0.5.6'\n    first_fixed: 'open at 0.5.23'\n")
+    text = text.replace('    meets_default: "yes: every streamed call"\n',
+                        '    meets_default: "yes: every streamed call"\n    first_broken: \'<=0.5.1\'\n'
+                        '    first_fixed: \'0.5.11\'\n')
+    triage = _triage(tmp_path, text)
+    records = _results(tmp_path / "results", [_record("sglang", "hermes.single.a.plain", "stream", ("x",))])
+    page = markdown(triage, classify(triage, failing_records(records)), "fx.jsonl")
+    header = next(line for line in page.splitlines() if line.startswith("| #"))
+    column = _cells(header).index("releases (replay-bisect --cluster)")
+    rows = {_cells(line)[0]: _cells(line) for line in page.splitlines() if line.startswith(("| WHOLE", "| PIECES"))}
+    assert rows["WHOLE"][column] == "broken since 0.5.6; open at 0.5.23"
+    assert rows["PIECES"][column] == "broken since <=0.5.1; fixed in 0.5.11"
+    # none measured: no column (TRIAGE.md as it was)
+    plain = markdown(_triage(tmp_path), classify(_triage(tmp_path), failing_records(records)), "fx.jsonl")
+    assert "releases (replay-bisect --cluster)" not in plain
+
+
 def _cells(row: str) -> list[str]:
     """A Markdown table row's cells (an escaped ``\\|`` is text)."""
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
@@ -256,6 +276,11 @@ def test_a_repro_must_replay_one_of_its_own_clusters_failing_records(tmp_path: P
     (("\"yes: every streamed call\"", "\"probably\""),
      ":21: cluster 'PIECES': $.clusters[2].meets_default: 'probably'"),
     (("function: parse}", "func: parse}"), ":5: cluster 'WHOLE': $.clusters[0].code[0]: unknown field(s)"),
+    # when it appears and when it is fixed: a release, <=V, or open at V; an engine bug's only
+    (("    match: {engine: [sglang], mode: [stream]}", "    first_fixed: soon\n    match: {engine: [sglang], mode: [stream]}"),
+     ":10: cluster 'WHOLE': $.clusters[0].first_fixed: 'soon' does not match"),
+    (("    match: {family: [granite]}", "    first_broken: '0.5.1'\n    match: {family: [granite]}"),
+     ":28: $.clusters[3].first_broken: cluster 'NEVER' (fixture_doubt): first_broken: only an engine bug says"),
 ])
 def test_a_bad_triage_file_is_refused_naming_file_line_cluster_and_field(tmp_path: Path, change: tuple[str, str],
                                                                          where: str) -> None:

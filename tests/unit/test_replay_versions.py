@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.cli import main
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import record_cannot_replay
 from toolmatrix.replay.versions import FIX, REGRESSION, read_sweep, table
@@ -72,6 +73,8 @@ def test_the_table_marks_changed_cells_and_names_flipped_records_and_why_a_relea
             "this release)") in text
 
 
-def test_a_folder_without_sweep_runs_is_named(tmp_path: Path) -> None:
+def test_a_folder_without_sweep_runs_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(ResultsError, match="no ENGINE@VERSION run in it"):
         read_sweep(tmp_path)
+    assert main(["replay-versions", str(tmp_path)]) == 2  # an input error, not an empty table
+    assert "no ENGINE@VERSION run in it" in capsys.readouterr().err

@@ -4,7 +4,8 @@ Per pair (``run.json`` ``pair``) the newest valid run and the runs of its config
 other machines or slices of the cases are the cell: the newest run of each host and case shard. The newest valid
 run not in the cell is its history; older runs are not read at all. Only ``run.json`` files are read before
 choosing, so a build costs one pass over the records that are shown. Unusable directories are reported by name
-with the reason and skipped.
+with the reason and skipped. A folder given that holds one engine's replay runs at several releases (a sweep,
+``DIR/ENGINE@VERSION``) also gives the page its version axis (``matrix.versions``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import attrs
 
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
+from toolmatrix.matrix.versions import version_layout
+from toolmatrix.replay.versions import is_sweep, read_sweep
 from toolmatrix.results import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
 from toolmatrix.runinfo import Portable, toolmatrix_version
 
@@ -249,17 +252,31 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     for stale in cells_dir.glob("*.jsonl") if cells_dir.is_dir() else ():
         if f"{CELLS_DIR}/{stale.name}" not in details:
             stale.unlink()  # cells/ is ours: a file of a pair no longer shown would mislead
+    versions = _versions(given, skipped)  # before "skipped" is written: a sweep it cannot read is one
     data = {
         "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "toolmatrix_version": toolmatrix_version(), "page_budget_bytes": PAGE_DATA_BUDGET,
         "skipped": shown.data([attrs.asdict(s) for s in skipped]), "superseded": shown.data(superseded),
         "triage": Path(os.path.relpath(triage, out_dir)).as_posix() if triage else None,
+        "versions": shown.data(versions),
     }
     matrix_json.close(data)
     outputs = (out_dir / "matrix.json",
                _write(out_dir / "index.html", render_html({**data, "cells": page_cells})),
                _write(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
     return BuildReport(tuple(reports), tuple(skipped), tuple(superseded), outputs)
+
+
+def _versions(given: list[Path], skipped: list[Skipped]) -> list[dict]:
+    """The version axis of each sweep folder among the inputs; one that cannot be read is added to ``skipped``."""
+    out = []
+    for path in given:
+        if path.is_dir() and is_sweep(path):
+            try:
+                out += version_layout(read_sweep(path), str(path))
+            except ResultsError as exc:
+                skipped.append(Skipped(str(path), f"{path}: not a sweep of releases: {exc}"))
+    return out
 
 
 def page_paths(paths: Iterable[Path], out_dir: Path) -> Portable:

@@ -19,6 +19,7 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.matrix.replay import is_replay, replay_layout, replay_markdown
+from toolmatrix.matrix.versions import versions_markdown
 from toolmatrix.surfaces import CHAT, SURFACES
 
 PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
@@ -224,6 +225,7 @@ def render_markdown(data: dict) -> str:
                   tabulate(rows, headers=["pair"] + [md_text(c) for c in categories], tablefmt="github",
                            disable_numparse=True)]
     lines += replay_markdown(shape["replay"], md_text, data.get("triage"))
+    lines += versions_markdown(data.get("versions") or [], md_text, MD_LIST_CAP)
     lines += _changes_md(cells)
     lines += _mixed_md(cells)
     if data["skipped"]:

@@ -1,9 +1,11 @@
 """The first release where a fixture's verdict changes (``toolmatrix replay-bisect``): a binary search over an
 ordered release list that installs only the releases it replays (about log2 of the range). A release that will not
-install or start here is skipped, as ``git bisect skip`` does, and the search goes on around it."""
+install or start here is skipped, as ``git bisect skip`` does, and the search goes on around it. ``span`` says when a
+triage cluster's repro starts failing and when it passes again (``--cluster``)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Callable, Iterable
 
 import attrs
@@ -73,6 +75,39 @@ def bisect(versions: list[str], probe: Callable[[str], Probe]) -> Bisection:
             high = middle
     skipped = tuple(versions[i] for i in range(low + 1, high))
     return Bisection(at(low), at(high), tuple(asked.values()), skipped)
+
+
+@attrs.frozen
+class Span:
+    """When a failure appears and when it is fixed, as triage.schema.json's ``first_broken``/``first_fixed`` say
+    it: a release, ``<=V`` where V fails or passes and what lies before it was not replayed, ``open at V`` where
+    the newest release tried still fails."""
+
+    first_broken: str
+    first_fixed: str
+    found: Bisection | None  # the search; None where both ends fail (nothing between them was replayed)
+
+
+def span(versions: list[str], probe: Callable[[str], Probe]) -> Span:
+    """The releases (oldest first) where the repro starts failing and where it passes again: both ends replayed,
+    then a bisection of the one change between them. A repro that fails at neither end is a BisectError (broken
+    and fixed inside the range, or not reproduced: a search of one change cannot tell)."""
+    if len(versions) < 2:
+        raise BisectError(f"needs two releases at least, got {versions}")
+    probe = cache(probe)  # bisect asks the ends again
+    oldest, newest = probe(versions[0]), probe(versions[-1])
+    for end in (oldest, newest):
+        if end.verdict is None:
+            raise BisectError(f"{end.version} cannot replay here: {end.why}")
+    if "fail" not in (oldest.verdict, newest.verdict):
+        raise BisectError(f"the repro fails at neither end: {oldest.verdict} at {oldest.version}, {newest.verdict} "
+                          f"at {newest.version}")
+    open_at = f"open at {newest.version}"
+    if oldest.verdict == newest.verdict:
+        return Span(f"<={oldest.version}", open_at, None)
+    found = bisect(versions, probe)
+    change = found.after.version if found.adjacent else f"<={found.after.version}"
+    return Span(change, open_at, found) if newest.verdict == "fail" else Span(f"<={oldest.version}", change, found)
 
 
 def replay_at(engine: str, pinned: str | None, fixture: Fixture,

@@ -151,12 +151,44 @@ def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> 
     return between(releases, args.good or str(recent[0]), args.bad or pinned or str(releases[-1]))
 
 
+def _cluster_target(args: argparse.Namespace) -> str:
+    """--cluster: the engine, fixture and modes of the triage cluster's repro set on ``args``; "" when set, else
+    why not."""
+    from toolmatrix.specs import SpecErrors
+
+    from .triage import load_triage
+
+    if args.triage is None:
+        return "replay-bisect --cluster: name the triage file (--triage FILE)"
+    try:
+        clusters = {c.id: c for c in load_triage(Path(args.triage)).clusters}
+    except SpecErrors as exc:
+        return str(exc)
+    cluster = clusters.get(args.cluster)
+    if cluster is None:
+        return f"replay-bisect --cluster {args.cluster}: not in {args.triage} (known: {', '.join(clusters)})"
+    if cluster.kind != "engine_bug":
+        return f"replay-bisect --cluster {args.cluster}: a {cluster.kind} cluster; only engine bugs are bisected"
+    repro = cluster.repro
+    if args.engine not in (None, repro["engine"]):
+        return f"replay-bisect --cluster {args.cluster}: its repro replays {repro['engine']}, not {args.engine}"
+    # The modes its repro command replays: non-streamed and its chunking.
+    args.engine, args.fixture, args.mode = repro["engine"], repro["fixture"], args.mode or ["none", repro["chunking"]]
+    return ""
+
+
 def _cmd_bisect(args: argparse.Namespace) -> int:
-    from .bisect import BisectError, bisect, describe, replay_at
+    from .bisect import BisectError, bisect, describe, replay_at, span
     from .bugs import MODES
     from .fixtures import FixtureError, load_fixtures
     from .releases import ReleaseError
 
+    if args.cluster is not None and (why := _cluster_target(args)):
+        print(why, file=sys.stderr)
+        return 2
+    if args.engine is None:
+        print("replay-bisect: --engine E is required with --fixture", file=sys.stderr)
+        return 2
     pinned, why = _pinned_engine(args.engine, "replay-bisect")
     if why:
         print(why, file=sys.stderr)
@@ -173,12 +205,19 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
         return 2
     # A bug fixture is judged in the modes its report names (bugs.py); any other in every mode.
     modes = args.mode or (fixture.extra.get("bug") or {}).get("chunkings") or MODES
+    probe = replay_at(args.engine, pinned, fixture, modes)
     try:
-        found = bisect(versions, replay_at(args.engine, pinned, fixture, modes))
+        if args.cluster is None:
+            print(describe(fixture.id, bisect(versions, probe)))
+            return 0
+        found = span(versions, probe)
     except BisectError as exc:
         print(f"replay-bisect {args.fixture} over {versions[0]}..{versions[-1]}: {exc}", file=sys.stderr)
         return 1
-    print(describe(fixture.id, found))
+    if found.found is not None:
+        print(describe(fixture.id, found.found))
+    print(f"cluster {args.cluster} ({args.engine} {versions[0]}..{versions[-1]}):\n"
+          f"  first_broken: '{found.first_broken}'\n  first_fixed: '{found.first_fixed}'")
     return 0
 
 
@@ -191,6 +230,8 @@ def _cmd_versions(args: argparse.Namespace) -> int:
         print(table(read_sweep(Path(args.results_dir))), end="")
     except ResultsError as exc:
         print(f"replay-versions: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _cmd_repro(args: argparse.Namespace) -> int:
@@ -370,8 +411,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="replay (and install) N releases at once (default 1)")
     swp.set_defaults(func=_cmd_sweep)
     bis = sub.add_parser("replay-bisect", help="the first release where one fixture's verdict changes")
-    bis.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
-    bis.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
+    bis.add_argument("--engine", metavar="E", help="an engine whose parser package is on PyPI (with --cluster: its "
+                     "repro's engine)")
+    target = bis.add_mutually_exclusive_group(required=True)
+    target.add_argument("--fixture", metavar="ID", help="the fixture's id")
+    target.add_argument("--cluster", metavar="ID", help="an engine-bug cluster of --triage: bisect its repro (its "
+                        "fixture, engine, non-streamed and its chunking) and print its first_broken and first_fixed")
+    bis.add_argument("--triage", metavar="FILE", help="the triage file that holds --cluster (results/replay/triage.yaml)")
     bis.add_argument("--fixtures", required=True, metavar="FILE", help="the fixture file that holds it")
     ends = bis.add_mutually_exclusive_group()
     ends.add_argument("--versions", metavar="V1,V2,...", help="bisect these releases (ordered by version)")

@@ -73,6 +73,8 @@ class Cluster:
     trigger: str = ""
     meets_default: str = ""  # "yes: …", "no: …" or "unknown: …"
     upstream: tuple[str, ...] = ()
+    first_broken: str = ""  # engine bugs: the first release whose repro fails ("" not measured)
+    first_fixed: str = ""  # the first whose repro passes again, or "open at V"
 
     def covers(self, record: Failing) -> bool:
         """Every key of the rule holds: engine and family by name, fixture, mode and source by glob, ``failed``
@@ -125,12 +127,16 @@ def load_triage(path: Path) -> Triage:
             if item["id"] in seen:
                 errors.append(doc.error(("clusters", index, "id"), f"cluster id {item['id']!r} is used twice"))
             seen.add(item["id"])
+            errors += [doc.error(("clusters", index, key), f"cluster {item['id']!r} ({item['class']}): {key}: only "
+                                 "an engine bug says in which release it appears and in which it is fixed")
+                       for key in ("first_broken", "first_fixed") if key in item and item["class"] != "engine_bug"]
     if errors:
         raise SpecErrors(errors)
     data = doc.data
     clusters = tuple(Cluster(c["id"], c["class"], c["what"], dict(c["repro"]), dict(c.get("match") or {}),
                              tuple(c.get("claimed_by", ())), tuple(Code(**code) for code in c.get("code", ())),
-                             c.get("trigger", ""), c.get("meets_default", ""), tuple(c.get("upstream", ())))
+                             c.get("trigger", ""), c.get("meets_default", ""), tuple(c.get("upstream", ())),
+                             c.get("first_broken", ""), c.get("first_fixed", ""))
                      for c in data["clusters"])
     return Triage(path, data.get("intro", ""), data.get("notes", ""), clusters)
 
@@ -239,18 +245,21 @@ def markdown(triage: Triage, classified: Classified, fixtures: str) -> str:
         clusters = [c for c in triage.clusters if c.kind == kind]
         claimed = any(c.claimed_by for c in clusters)  # the column only where a cluster of the class has one
         finding = kind == "engine_bug"
+        releases = any(c.first_broken or c.first_fixed for c in clusters)
         rows = []
         for cluster in clusters:
             engines = classified.counts[cluster.id]
             rows.append([cluster.id, ", ".join(f"{e} {n}" for e, n in sorted(engines.items())),
                          sum(engines.values()), _cell(cluster.what)]
                         + (_finding(cluster, classified.versions) if finding else [])
+                        + ([_releases(cluster)] if releases else [])
                         + ([_cell(", ".join(cluster.claimed_by))] if claimed else [])
                         + [_cell(f"`{cluster.repro_command(fixtures)}`")]
                         + ([_cell(f"`{cluster.standalone_command(fixtures)}`")] if finding else []))
         if rows:
             headers = (["#", "records per engine", "records", "what happens"]
                        + (["code", "trigger", "a default server meets it", "upstream"] if finding else [])
+                       + (["releases (replay-bisect --cluster)"] if releases else [])
                        + (["claimed by"] if claimed else []))
             headers += ["repro"] + (["with the engine alone (prints the snippet)"] if finding else [])
             lines += [f"## {title}", "", tabulate(rows, headers=headers, tablefmt="github"), ""]
@@ -263,6 +272,14 @@ def _finding(cluster: Cluster, versions: dict[str, str]) -> list[str]:
     code = "; ".join(f"{c.engine} {versions.get(c.engine, '?')}: `{c.file}` `{c.function}`" for c in cluster.code)
     return [_cell(code), _cell(cluster.trigger), _cell(cluster.meets_default),
             _cell(" ".join(cluster.upstream) or "-")]
+
+
+def _releases(cluster: Cluster) -> str:
+    """When an engine bug appears and when it is fixed, as measured; "-" where not."""
+    parts = [f"broken since {cluster.first_broken}"] if cluster.first_broken else []
+    fixed = cluster.first_fixed
+    parts += [fixed if fixed.startswith("open at ") else f"fixed in {fixed}"] if fixed else []
+    return "; ".join(parts) or "-"
 
 
 def _cell(text: str) -> str:

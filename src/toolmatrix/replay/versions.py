@@ -12,7 +12,7 @@ from typing import Iterator
 import attrs
 from packaging.version import InvalidVersion, Version
 
-from toolmatrix.results import RECORDS, ResultsError, read_run_info
+from toolmatrix.results import RECORDS, RUN, ResultsError, read_run_info
 
 REGRESSION, FIX = "regression", "fix"
 
@@ -65,6 +65,12 @@ class Sweep:
         replayed = [c for c in self.columns[engine] if c.verdicts]
         return [flip for older, newer in zip(replayed, replayed[1:]) for flip in _flips(older, newer)]
 
+    def flip_groups(self, engine: str) -> dict[tuple[str, str, str, str], list[Flip]]:
+        """The flips by (release before, release after, kind, family), in release order."""
+        grouped: dict[tuple[str, str, str, str], list[Flip]] = {}
+        for flip in self.flips(engine):
+            grouped.setdefault((flip.before, flip.after, flip.kind, flip.family), []).append(flip)
+        return grouped
 
     def arrivals(self, engine: str) -> list[tuple[str, str, str]]:
         """(family, release, why the release before skipped it) for each family a release replays that the
@@ -105,6 +111,20 @@ def read_column(directory: Path) -> Column:
                   dict(run.engine.get("skipped_families") or {}))
 
 
+def is_sweep(directory: Path) -> bool:
+    """Whether ``directory`` holds replay runs of one engine at two releases or more directly under it (its
+    ``run.json`` files alone are read: a snapshot of live runs is told apart cheaply)."""
+    versions: dict[str, set[str]] = {}
+    for run_dir in (p for p in directory.glob("*@*") if (p / RUN).is_file()):
+        try:
+            engine = read_run_info(run_dir).run.engine
+        except ResultsError:
+            continue  # read_sweep names it
+        if engine.get("tier") == "replay":
+            versions.setdefault(str(engine.get("id")), set()).add(str(engine.get("version")))
+    return any(len(found) > 1 for found in versions.values())
+
+
 def read_sweep(directory: Path) -> Sweep:
     """Every ``ENGINE@VERSION`` run directly under ``directory``; ResultsError where there is none."""
     runs = sorted(p for p in directory.glob("*@*") if p.is_dir())
@@ -137,15 +157,12 @@ def table(sweep: Sweep) -> str:
 
     parts = []
     for engine, columns in sweep.columns.items():
-        flips = sweep.flips(engine)
+        grouped = sweep.flip_groups(engine)
         marks: dict[tuple[str, str], set[str]] = {}
-        for flip in flips:
-            marks.setdefault((flip.family, flip.after), set()).add(flip.kind)
+        for _, after, kind, family in grouped:
+            marks.setdefault((family, after), set()).add(kind)
         rows = [[family, *(_cell(c, family, marks) for c in columns)] for family in sweep.families(engine)]
         parts.append(tabulate(rows, headers=[engine, *(c.version for c in columns)]))
-        grouped: dict[tuple[str, str, str, str], list[Flip]] = {}
-        for flip in flips:
-            grouped.setdefault((flip.before, flip.after, flip.kind, flip.family), []).append(flip)
         parts += [f"{kind} {before} -> {after} {family}: "
                   + ", ".join(f"{f.case_id} [{f.mode}] {f.was}->{f.now}" for f in found)
                   for (before, after, kind, family), found in grouped.items()]
