@@ -3,12 +3,15 @@
     python benchmarks/bench_replay.py [-j N] [--fixtures FILE] [ENGINE ...]
 
 Runs ``toolmatrix replay`` itself (``-j 3``: the engines side by side) on the full generated set (or FILE: e.g. the
-set an older case library generated, to compare with a figure measured on it) and prints the wall time of the whole
-command and each engine's own line (records, verdict counts, seconds). Not a timed test.
+set an older case library generated, to compare with a figure measured on it) and prints each engine's own line
+(verdict counts, seconds) with its records per second, then the wall time of the whole command and the tier's
+records per second (all engines' records over that wall time). Not a timed test.
 """
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,14 @@ def main(argv: list[str]) -> None:
         done = subprocess.run(command, capture_output=True, text=True)
         seconds = time.perf_counter() - started
     print(done.stdout + done.stderr, end="")
-    print(f"wall: {seconds:.1f} s for every engine (-j {jobs}), exit status {done.returncode}")
+    total = 0
+    # Each engine's line: "ENGINE: {verdict counts} in S s -> DIR" (replay/cli.py).
+    for engine, counts, took in re.findall(r"^(\S+): (\{.*?\}) in ([0-9.]+) s", done.stdout, re.M):
+        records = sum(v for k, v in ast.literal_eval(counts).items() if k != "skipped_families")
+        total += records
+        print(f"{engine}: {records} records in {took} s, {records / max(float(took), 1e-9):.0f} records/s")
+    print(f"wall: {seconds:.1f} s for every engine (-j {jobs}), exit status {done.returncode}; "
+          f"the tier: {total} records, {total / seconds:.0f} records/s")
 
 
 if __name__ == "__main__":
