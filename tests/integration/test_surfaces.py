@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.fake import FakeServer, Reply
-from toolmatrix.fakesurfaces import SURFACE_FAULTS
 from toolmatrix.surfaces import MESSAGES, RESPONSES
+from toolmatrix.testing.fake import FakeServer, Reply
+from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 
 from tests.integration.test_faults import (  # noqa: F401 - server: the fault tests' fake, a fixture here too
     BOTH, CASES, CORRECT, NONSTREAM, STREAM, first_failure, run_case, server)
@@ -183,7 +183,7 @@ def test_a_surface_the_engine_does_not_serve_is_unsupported_with_the_reason(serv
 def surfaces_run(tmp_path_factory):
     from tests.integration.test_plugin_fake import run_pytest
 
-    from toolmatrix.fake import first_tool
+    from toolmatrix.testing.fake import first_tool
 
     results = tmp_path_factory.mktemp("surfaces")
     with FakeServer(first_tool) as fake:
@@ -241,7 +241,7 @@ def test_an_unknown_surface_is_a_usage_error(tmp_path):
 
 def _stream(api: str, calls: int = 1) -> list[dict]:
     """The fake's correct stream of ``calls`` weather calls over ``api``, as a list of events to bend."""
-    from toolmatrix.fakesurfaces import answer
+    from toolmatrix.testing.fakesurfaces import answer
 
     chat_calls = [{"id": f"call_{i}", "type": "function",
                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}} for i in range(calls)]
