@@ -54,7 +54,7 @@ def coverage(results: Path) -> str:
 
 
 def _message(record):
-    from toolmatrix.exchange import message_from_response
+    from toolmatrix.wire.chat import message_from_response
 
     return message_from_response(record.response) if record.mode == "nonstream" and record.http_status == 200 else None
 

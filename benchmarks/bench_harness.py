@@ -31,10 +31,10 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.launchers import ProcessLauncher
 from toolmatrix.registry import data_root, load_engines, load_models
 from toolmatrix.results import read_records
+from toolmatrix.testing.fake import FakeServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
 

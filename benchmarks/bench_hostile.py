@@ -1,4 +1,4 @@
-"""What does a hostile server cost a run of the whole library? Per mode of ``toolmatrix.hostile``: the wall time
+"""What does a hostile server cost a run of the whole library? Per mode of ``toolmatrix.testing.hostile``: the wall time
 against its bound (items x --request-timeout; split over the workers, the least it can take), the peak memory of
 the whole pytest tree (controller and workers, summed, sampled every 0.2 s), the records written, and whether
 anything printed a traceback. Target: within the bound, under 1 GB, one record per case x mode.
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from toolmatrix.cases import load_cases
-from toolmatrix.hostile import MODES, HostileServer
 from toolmatrix.registry import data_root
+from toolmatrix.testing.hostile import MODES, HostileServer
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = os.sysconf("SC_PAGE_SIZE")

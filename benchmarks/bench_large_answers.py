@@ -22,8 +22,8 @@ from typing import Callable
 
 from toolmatrix.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.checks import CheckInput, run_checks
-from toolmatrix.exchange import Exchange
 from toolmatrix.formats import get_family
+from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUND_TRIP = next(c for c in load_cases([ROOT / "tests" / "data" / "fault_cases.yaml"]) if c.id == "faults.round_trip")

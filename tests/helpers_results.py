@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolmatrix import fakesurfaces
+from toolmatrix.testing import fakesurfaces
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]

@@ -14,9 +14,9 @@ import json
 import attrs
 
 from toolmatrix.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
-from toolmatrix.exchange import Exchange
 from toolmatrix.formats import Family, ParseResult
 from toolmatrix.results import Blame, CheckResult, Evidence
+from toolmatrix.wire.exchange import Exchange
 
 # The checks that judge what the answer says, and so can be asked of the model's own words.
 CONTENT_CHECKS = frozenset({"arguments_json", "no_marker_leak", "no_unparsed_call", "ascii_escaping",

@@ -19,13 +19,14 @@ import jsonschema_rs
 
 from toolmatrix import jsontext
 from toolmatrix.cases import Case, Expectation
-from toolmatrix.exchange import Call, Exchange, Message
 from toolmatrix.features import PRECONDITIONS
 from toolmatrix.formats import Family
 from toolmatrix.results import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.specs import load_schema
-from toolmatrix.surfaces import Surface
-from toolmatrix.surfaces import surface as surface_of
+from toolmatrix.wire.answer import Call, Message
+from toolmatrix.wire.exchange import Exchange
+from toolmatrix.wire.surfaces import Surface
+from toolmatrix.wire.surfaces import surface as surface_of
 
 MODEL, ENGINE, TEMPLATE, INFRA = Blame.MODEL, Blame.ENGINE, Blame.TEMPLATE, Blame.INFRA
 

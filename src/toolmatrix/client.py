@@ -28,9 +28,9 @@ except ImportError:  # pragma: no cover - depends on the installed openai
     import httpx
 
 from toolmatrix import jsontext
-from toolmatrix.exchange import Exchange, Mode
-from toolmatrix.results import Cut
-from toolmatrix.surfaces import MESSAGES, Surface, surface
+from toolmatrix.wire.answer import Cut
+from toolmatrix.wire.exchange import Exchange, Mode
+from toolmatrix.wire.surfaces import MESSAGES, Surface, surface
 
 if TYPE_CHECKING:  # imported when a Messages run makes its client: it is 2/3 of the import time of every process
     import anthropic

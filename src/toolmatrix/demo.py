@@ -25,11 +25,11 @@ import attrs
 
 from toolmatrix.argtypes import positive_int
 from toolmatrix.cases import CallExpectation, Case, Expectation, load_cases
-from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.matrix import build_matrix
 from toolmatrix.registry import data_root
 from toolmatrix.replay.generate import case_calls
 from toolmatrix.results import Record, read_records
+from toolmatrix.testing.fake import FakeServer, Reply
 
 MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@vllm
 ENGINE = "vllm"  # whose evidence protocol the stand-in speaks (return_token_ids): blame by evidence works

@@ -30,10 +30,10 @@ from toolmatrix.blame import ModelWords
 from toolmatrix.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.client import HTTPError, HttpClient
-from toolmatrix.exchange import Message
 from toolmatrix.formats import Family
 from toolmatrix.registry import EvidenceSpec
 from toolmatrix.results import Evidence, EvidenceStatus, TemplateFinding
+from toolmatrix.wire.answer import Message
 
 DIFF_CAP = 4_000
 # The chat body's sampling fields that the raw completion repeats (max_completion_tokens is read as max_tokens).

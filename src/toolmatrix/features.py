@@ -18,7 +18,7 @@ NOT_THINKING = "the model does not think"  # the gap of every registry model wit
 CASE_FEATURES = (*TOOL_CHOICE, PARALLEL_CALLS, PARALLEL_TOOL_CALLS_FALSE, MULTI_TURN, *PRECONDITIONS)
 # Checks an engine may declare it fails by design (a response shape it is known to differ in): a gap, not a bug.
 CHECK_GAPS = ("call_ids", "finish_reason")
-# A surface other than Chat Completions (see ``surfaces``), which an engine may declare it does not serve.
+# A surface other than Chat Completions (see ``wire.surfaces``), which an engine may declare it does not serve.
 SURFACE_FEATURES = ("api.responses", "api.messages")
 FEATURES = CASE_FEATURES + CHECK_GAPS + SURFACE_FEATURES
 

@@ -34,7 +34,6 @@ from toolmatrix.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.enginewatch import EngineWatch
-from toolmatrix.exchange import MODES
 from toolmatrix.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
@@ -46,8 +45,9 @@ from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost
 from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.summary import summary_table
-from toolmatrix.surfaces import CHAT, SURFACES
 from toolmatrix.specs import SpecErrors
+from toolmatrix.wire.exchange import MODES
+from toolmatrix.wire.surfaces import CHAT, SURFACES
 
 if TYPE_CHECKING:
     from toolmatrix.fuzz import FuzzRun

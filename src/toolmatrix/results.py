@@ -33,6 +33,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from toolmatrix import jsontext
 from toolmatrix.exitcodes import describe_exit
 from toolmatrix.specs import fast_validator, validate_instance
+from toolmatrix.wire.answer import Cut
 
 SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
@@ -158,15 +159,6 @@ class Evidence:
 def evidence_label(status: str, source: str | None) -> str:
     """Evidence's status, with where the raw text came from when it was had: ``obtained (same generation)``."""
     return f"{status} ({source.replace('_', ' ')})" if source else status
-
-
-@attrs.frozen
-class Cut:
-    """An answer longer than the client keeps (``--max-answer-bytes``): the first ``limit_bytes`` are recorded."""
-
-    limit_bytes: int
-    received_bytes: int  # how many came: all of the answer when ``whole``, else as many as the deadline allowed
-    whole: bool  # the answer ended (True), or the deadline stopped it first (False: it was longer still)
 
 
 @attrs.frozen

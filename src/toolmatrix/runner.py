@@ -13,13 +13,14 @@ import attrs
 from toolmatrix.cases import Case
 from toolmatrix.checks import HARNESS, CheckInput, judge, run_checks
 from toolmatrix.client import Connection
-from toolmatrix.exchange import Exchange, Message, Mode
 from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
 from toolmatrix.evidence import Witness
 from toolmatrix.features import surface_features
 from toolmatrix.sampling import Sampling
-from toolmatrix.surfaces import CHAT, surface
+from toolmatrix.wire.answer import Message
+from toolmatrix.wire.exchange import Exchange, Mode
+from toolmatrix.wire.surfaces import CHAT, surface
 from toolmatrix.results import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
                                 Word)
 
@@ -45,7 +46,7 @@ class Profile:
 
 def build_request(case: Case, model: str, profile: Profile, sampled: Mapping[str, Any] | None = None) -> dict:
     """The chat-completions body for a case (``stream`` is added by the client per mode; another surface says
-    it in its own words, see ``surfaces``); ``sampled``: what one of repeated samples sets over it (``sampling``)."""
+    it in its own words, see ``wire.surfaces``); ``sampled``: what one of repeated samples sets over it (``sampling``)."""
     messages = list(case.messages)
     # The prelude goes after the case's leading system messages, so a system prompt still comes first.
     head = 0

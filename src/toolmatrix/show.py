@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.evidence import client_request
-from toolmatrix.exchange import Exchange
 from toolmatrix.results import Record, ResultsError, Run, read_run_info, repro_command, run_dirs, scan_records
-from toolmatrix.surfaces import MESSAGES, surface
+from toolmatrix.wire.exchange import Exchange
+from toolmatrix.wire.surfaces import MESSAGES, surface
 
 # A gate's failing line: "REGRESSION single.weather [stream]: ..." (gate.GateReport.lines).
 GATE_LINE = re.compile(r"^\s*(?:REGRESSION\s+)?(?P<case>\S+)\s+\[(?P<mode>nonstream|stream)\]")

@@ -13,7 +13,7 @@ import pytest
 from tests.helpers_engine import pytest_cmd
 from tests.helpers_malformed import MALFORMED_CASES
 from toolmatrix.exitcodes import SEVERITY
-from toolmatrix.fake import FakeServer, first_tool
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 ROOT = Path(__file__).parents[2]
 TWO_CALLS = """schema_version: 1

@@ -17,11 +17,11 @@ from toolmatrix.checks import CHECKS
 from toolmatrix.client import Target, make_client, make_http
 from toolmatrix.evidence import Witness, read_template
 from toolmatrix.registry import EvidenceSpec, load_engines
-from toolmatrix.fake import FAULTS, FakeServer, Reply, model_wrote
-from toolmatrix.fakesurfaces import SURFACE_FAULTS
 from toolmatrix.formats import get_family
 from toolmatrix.results import CheckResult, Record
 from toolmatrix.runner import EvidenceMode, Runner
+from toolmatrix.testing.fake import FAULTS, FakeServer, Reply, model_wrote
+from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 
 ROOT_DIR = Path(__file__).parents[2]
 CASES = {c.id.split(".", 1)[1]: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}

@@ -17,10 +17,10 @@ import hypothesis
 import pytest
 
 from toolmatrix.cases import load_cases
-from toolmatrix.fake import FakeServer, Reply
 from toolmatrix.fuzz import draw_scenario
 from toolmatrix.fuzzkeep import FAILURES
 from toolmatrix.results import check_results, read_records
+from toolmatrix.testing.fake import FakeServer, Reply
 
 ROOT = Path(__file__).parents[2]
 SEED, COUNT, BROKEN = 7, 5, 2

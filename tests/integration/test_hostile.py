@@ -1,7 +1,7 @@
 """A hostile server never costs the user their run: every case x mode gets its one record, bounded in time and
 size, the exit status is an ordinary failure (1), and nothing toolmatrix writes or prints holds the key.
 
-Each mode of ``toolmatrix.hostile`` answers three cases through the real plugin (two xdist workers). Figures
+Each mode of ``toolmatrix.testing.hostile`` answers three cases through the real plugin (two xdist workers). Figures
 for the whole library, with peak memory, come from ``benchmarks/bench_hostile.py``.
 """
 
@@ -20,10 +20,10 @@ from tests.helpers_engine import pytest_cmd
 from toolmatrix import runner as runner_module
 from toolmatrix.cases import load_cases
 from toolmatrix.client import Target, make_client
-from toolmatrix.fake import FakeServer, Reply, first_tool
 from toolmatrix.formats import get_family
-from toolmatrix.hostile import MODES, HostileServer
 from toolmatrix.results import check_results, read_records
+from toolmatrix.testing.fake import FakeServer, Reply, first_tool
+from toolmatrix.testing.hostile import MODES, HostileServer
 
 # Each test runs a suite of its own, and the 50 MB and endless modes load both cores: beside a live engine test
 # they starved llama-server into dropping connections (a false infra error there), so this module is in the

@@ -6,7 +6,7 @@ import subprocess
 
 from tests.helpers_engine import pytest_cmd
 from tests.helpers_malformed import MALFORMED_CASES
-from toolmatrix.fake import FakeServer, first_tool
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 # A few of the malformed files of the unit tests: a traceback, silent acceptance, a hang and a stack overflow before.
 SENT = ("tool_choice_function_a_string", "options_date", "alias_bomb", "nested_5000_deep", "schema_matcher_not_a_schema")

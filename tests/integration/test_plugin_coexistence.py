@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.fake import FakeServer, first_tool
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cases import load_cases
-from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records, check_results
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 ROOT = Path(__file__).parents[2]
 LIBRARY = load_cases([data_root() / "cases"])

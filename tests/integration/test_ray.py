@@ -70,7 +70,7 @@ def test_a_worker_node_killed_mid_run_costs_one_retry_and_nothing_is_lost_or_dou
     proc = subprocess.Popen(pytest_cmd("-n", "2", *SUBSET, *PAIRS, "--ray", cluster.address, "--results-dir", str(root)),
                             cwd=tmp_path, env={**os.environ, **fakes}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    victim = cluster.node_running("toolmatrix.fake")  # a shard's engine is up: mid-run
+    victim = cluster.node_running("toolmatrix.testing.fake")  # a shard's engine is up: mid-run
     assert cluster.kill_node(victim) >= 3  # its raylet, the Ray worker running the shard, the shard's pytest...
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 1, out[-3000:]
@@ -93,7 +93,7 @@ def test_a_shard_lost_without_a_retry_is_recorded_as_infra_errors(cluster, fakes
 
     plan = plan_shards(["llama-cpp-python"], ["gemma3-270m"], pytest_args=("-n", "2", *SUBSET))
     lines: list[str] = []
-    killer = threading.Thread(target=lambda: cluster.kill_node(cluster.node_running("toolmatrix.fake")))
+    killer = threading.Thread(target=lambda: cluster.kill_node(cluster.node_running("toolmatrix.testing.fake")))
     killer.start()
     [filed] = run_on_ray(plan, cluster.address, tmp_path / "r", retries=0, env=fakes, echo=lines.append)
     killer.join()

@@ -18,9 +18,9 @@ import yaml
 
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.cases import CaseShard, load_cases
-from toolmatrix.fake import FakeServer, first_tool
 from toolmatrix.registry import data_root
 from toolmatrix.results import read_records
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 
 # A plugin that runs every stream item before its non-streamed twin, as a shuffling plugin may.

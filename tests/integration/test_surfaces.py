@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.fake import FakeServer, Reply
-from toolmatrix.fakesurfaces import SURFACE_FAULTS
-from toolmatrix.surfaces import MESSAGES, RESPONSES
+from toolmatrix.testing.fake import FakeServer, Reply
+from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
+from toolmatrix.wire.surfaces import MESSAGES, RESPONSES
 
 from tests.integration.test_faults import (  # noqa: F401 - server: the fault tests' fake, a fixture here too
     BOTH, CASES, CORRECT, NONSTREAM, STREAM, first_failure, run_case, server)
@@ -115,7 +115,7 @@ HOSTILE_INDEX_STREAMS = {
 def test_an_index_that_is_a_list_or_an_object_is_the_engines_wire_shape(api):
     """Not a harness error: the events are read (their keys made hashable) and wire_shape blames the engine."""
     from toolmatrix.checks import CheckInput, run_checks
-    from toolmatrix.exchange import Exchange
+    from toolmatrix.wire.exchange import Exchange
     from toolmatrix.formats import get_family
 
     exchange = Exchange("stream", {}, http_status=200, chunks=tuple(HOSTILE_INDEX_STREAMS[api]), api=api)
@@ -139,7 +139,7 @@ def test_tools_and_a_named_choice_are_said_in_each_surfaces_words(server):
 @pytest.mark.parametrize(("choice", "said"), [("required", {"type": "any"}), ("none", {"type": "none"}),
                                               ("sometimes", {"type": "sometimes"})])
 def test_messages_tool_choice_words(server, choice, said):
-    from toolmatrix.surfaces import surface
+    from toolmatrix.wire.surfaces import surface
 
     assert surface(MESSAGES).request({"messages": [], "tool_choice": choice})["tool_choice"] == said
 
@@ -183,7 +183,7 @@ def test_a_surface_the_engine_does_not_serve_is_unsupported_with_the_reason(serv
 def surfaces_run(tmp_path_factory):
     from tests.integration.test_plugin_fake import run_pytest
 
-    from toolmatrix.fake import first_tool
+    from toolmatrix.testing.fake import first_tool
 
     results = tmp_path_factory.mktemp("surfaces")
     with FakeServer(first_tool) as fake:
@@ -241,7 +241,7 @@ def test_an_unknown_surface_is_a_usage_error(tmp_path):
 
 def _stream(api: str, calls: int = 1) -> list[dict]:
     """The fake's correct stream of ``calls`` weather calls over ``api``, as a list of events to bend."""
-    from toolmatrix.fakesurfaces import answer
+    from toolmatrix.testing.fakesurfaces import answer
 
     chat_calls = [{"id": f"call_{i}", "type": "function",
                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}} for i in range(calls)]
@@ -322,7 +322,7 @@ STREAM_RULES = [
 @pytest.mark.parametrize(("api", "bend", "said"), STREAM_RULES,
                          ids=[f"{row[0]}-{row[2][:30]}" for row in STREAM_RULES])
 def test_each_stream_rule_fails_its_fault_and_passes_without(api, bend, said):
-    from toolmatrix.surfaces import surface
+    from toolmatrix.wire.surfaces import surface
 
     assert surface(api).stream_problem(tuple(_stream(api, 2))) is None
     problem = surface(api).stream_problem(tuple(bend(_stream(api, 2))))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import pytest_cmd
-from toolmatrix.fake import FakeServer, first_tool
+from toolmatrix.testing.fake import FakeServer, first_tool
 
 
 

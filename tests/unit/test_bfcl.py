@@ -19,8 +19,8 @@ import pytest
 from toolmatrix import bfcl
 from toolmatrix.cases import Case, load_cases
 from toolmatrix.checks import CheckInput, run_checks
-from toolmatrix.exchange import Exchange
 from toolmatrix.formats import get_family
+from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).parents[2]
 # Cases per category in bfcl-eval 2026.3.23 (its data files' lines); a new pin changes them on purpose.

@@ -10,10 +10,10 @@ from pathlib import Path
 from toolmatrix.casetable import table
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CheckInput, judge, run_checks
-from toolmatrix.exchange import Exchange
 from toolmatrix.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family
 from toolmatrix.registry import data_root, load_engines, load_models
+from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).parents[2]
 CASES = {case.id: case for case in load_cases([data_root() / "cases"])}

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS, CheckInput, judge, run_checks, value_matches
-from toolmatrix.exchange import Exchange, assemble_stream
 from toolmatrix.formats import get_family
+from toolmatrix.wire.chat import assemble_stream
+from toolmatrix.wire.exchange import Exchange
 
 CASES = {c.id: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}
 HERMES = get_family("hermes")

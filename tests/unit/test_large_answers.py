@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from toolmatrix import checks
 from toolmatrix.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.checks import CheckInput, run_checks
-from toolmatrix.exchange import Call, Exchange
 from toolmatrix.formats import get_family
+from toolmatrix.wire.answer import Call
+from toolmatrix.wire.exchange import Exchange
 
 CASES = {c.id: c for c in load_cases([Path(__file__).parents[1] / "data" / "fault_cases.yaml"])}
 ROUND_TRIP = CASES["faults.round_trip"]

@@ -10,7 +10,7 @@ import difflib
 import json
 from typing import Any
 
-from toolmatrix.exchange import Exchange
+from toolmatrix.wire.exchange import Exchange
 
 BLOB_CAP = 6_000  # characters per request / response / chunks text on the page (at most)
 REASON_CAP = 300

@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from toolmatrix.matrix.replay import is_replay, replay_layout, replay_markdown
 from toolmatrix.matrix.versions import versions_markdown
-from toolmatrix.surfaces import CHAT, SURFACES
+from toolmatrix.wire.surfaces import CHAT, SURFACES
 
 PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
 MD_LIST_CAP = 10

@@ -15,8 +15,8 @@ from typing import Iterable
 
 import attrs
 
-from toolmatrix.exchange import Exchange
 from toolmatrix.results import RECORDS, RUN, ResultsError, read_run_info, scan_records
+from toolmatrix.wire.exchange import Exchange
 
 from .answers import answer_of, differences
 from .fixtures import Fixture

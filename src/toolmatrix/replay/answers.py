@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from toolmatrix.exchange import Message
+from toolmatrix.wire.answer import Message
 
 Answer = Mapping[str, Any]
 """``{"tool_calls": [{"name", "arguments"}], "content", "reasoning"}``; arguments an object where they parse as

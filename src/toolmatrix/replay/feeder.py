@@ -34,9 +34,9 @@ import attrs
 from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
-from toolmatrix.exchange import Exchange
 from toolmatrix.formats import Family
 from toolmatrix.registry import cache_dir
+from toolmatrix.wire.exchange import Exchange
 
 from .fixtures import Fixture
 

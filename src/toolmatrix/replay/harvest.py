@@ -35,11 +35,12 @@ import attrs
 
 from toolmatrix.blame import ModelWords
 from toolmatrix.evidence import SAME_GENERATION
-from toolmatrix.exchange import Exchange, Message
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
 from toolmatrix.results import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
+from toolmatrix.wire.answer import Message
+from toolmatrix.wire.exchange import Exchange
 
 from .answers import answer_of, differences
 from .feeder import OWN_WEIGHTS

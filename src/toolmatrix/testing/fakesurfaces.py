@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolmatrix.surfaces import MESSAGES, RESPONSES, joined_text
+from toolmatrix.wire.base import joined_text
+from toolmatrix.wire.surfaces import MESSAGES, RESPONSES
 
 SURFACE_FAULTS = {
     "resp_status_wrong": "Responses: a finished answer with status 'in_progress'",

@@ -1,8 +1,5 @@
-"""One request and its answer, captured raw, plus the reassembly of a stream into one message.
-
-No I/O here: ``client`` fills an ``Exchange``; ``checks`` read it. Streams are kept chunk by chunk, exactly as
-parsed from the wire, so a check can look at the deltas and a person can read them later.
-"""
+"""Chat Completions: its answers read into a ``Message``, whole or reassembled from the stream as the official
+``openai`` client reassembles it, and its stream grammar and stop words judged for the checks."""
 
 from __future__ import annotations
 
@@ -12,73 +9,8 @@ import attrs
 import orjson
 from openai.lib.streaming._deltas import accumulate_delta  # what the client's ChatCompletionStreamState uses
 
-from toolmatrix import jsontext
-from toolmatrix.results import Cut
-
-Mode = str  # "nonstream" | "stream"
-MODES: tuple[Mode, ...] = ("nonstream", "stream")
-
-
-@attrs.frozen
-class Call:
-    """A tool call as the engine returned it (``arguments`` is the raw string, or whatever non-string came)."""
-
-    id: Any
-    type: Any
-    name: Any
-    arguments: Any
-    index: Any = None
-
-    def parsed_arguments(self) -> dict | None:
-        """The arguments as an object, or None when they are not a strict JSON string of an object."""
-        if not isinstance(self.arguments, str):
-            return None
-        try:
-            value = jsontext.loads(self.arguments)
-        except jsontext.NotJSON:
-            return None
-        return value if isinstance(value, dict) else None
-
-
-@attrs.frozen
-class Message:
-    """The assistant's answer, the same shape whether it came whole or in chunks."""
-
-    content: str | None
-    reasoning: str | None
-    tool_calls: tuple[Call, ...]
-    finish_reason: Any  # in the surface's own words
-    cut: bool = False  # the output limit (max tokens) ended the answer
-
-
-@attrs.frozen
-class Exchange:
-    """A request and what came back: a JSON body, a list of stream chunks, or an error."""
-
-    mode: Mode
-    request: dict
-    http_status: int | None = None  # None when nothing came back
-    response: Any = None  # parsed JSON body (non-stream, or the error body)
-    chunks: tuple[Any, ...] = ()  # every stream chunk in order, parsed JSON (or the raw line if not JSON)
-    error: str | None = None  # transport problem: timeout, refused connection, broken stream, answer over the limit
-    latency_s: float = 0.0
-    raw_text: str | None = None  # body text when it was not JSON
-    cut: Cut | None = None  # the answer was longer than the client keeps
-    broken_off: bool = False  # the engine began an answer (status and headers) and closed it unfinished
-    api: str = "chat"  # the surface it went over (see ``surfaces``)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.http_status is not None and 200 <= self.http_status < 300
-
-    def message(self) -> Message | None:
-        """The answer as one message; None when there is none to read (error, or a body with no choice)."""
-        if not self.ok:
-            return None
-        from toolmatrix.surfaces import surface  # surfaces builds on this module
-
-        read = surface(self.api)
-        return read.assemble(self.chunks) if self.mode == "stream" else read.message(self.response)
+from toolmatrix.wire.answer import Call, Message
+from toolmatrix.wire.base import CHAT, Surface, _short
 
 
 def _first_choice(body: Any) -> dict | None:
@@ -209,3 +141,58 @@ def _assemble_tolerantly(chunks: tuple[Any, ...]) -> Message:
         finish_reason=finish,
         cut=finish == "length",
     )
+
+
+class Chat(Surface):
+    id, path, wire_schema = CHAT, "/chat/completions", "chat-response.schema.json"
+    name = "Chat Completions"
+    checks_error_shape = False  # engines' chat errors predate this check; the openai client copes with any shape
+
+    def request(self, chat: dict) -> dict:
+        return chat
+
+    def message(self, body: Any) -> Message | None:
+        return message_from_response(body)
+
+    def assemble(self, chunks: tuple[Any, ...]) -> Message:
+        return assemble_stream(chunks)
+
+    def stream_problem(self, chunks: tuple[Any, ...]) -> str | None:
+        """Tool-call deltas without an integer index, a first delta without id or name, an index reused by
+        another call, a name sent again (a client joins it: NAMENAME), a fragment not a string, no finish."""
+        seen: dict[int, dict] = {}
+        finished = False
+        for number, delta, finish in stream_deltas(chunks):
+            finished = finished or finish is not None
+            for raw in delta.get("tool_calls") or []:
+                index = raw.get("index") if isinstance(raw, dict) else None
+                if not isinstance(index, int) or isinstance(index, bool):
+                    return f"chunk {number}: tool-call delta without an integer index: {_short(raw)}"
+                function = raw.get("function") or {}
+                state = seen.get(index)
+                if state is None:
+                    if not raw.get("id") or not function.get("name"):
+                        return f"chunk {number}: first delta of call {index} lacks id or name: {_short(raw)}"
+                    seen[index] = {"id": raw["id"], "name": function["name"]}
+                    continue
+                if raw.get("id") and raw["id"] != state["id"]:
+                    return f"chunk {number}: index {index} reused by another call id {raw['id']!r} (calls merged)"
+                if function.get("name") and function["name"] == state["name"]:
+                    return (f"chunk {number}: name of call {index} sent again "
+                            f"(a client reads {state['name'] + function['name']!r})")
+                if isinstance(function.get("name"), str) and isinstance(state["name"], str):
+                    state["name"] += function["name"]  # a name split over deltas is joined, as the client joins it
+                if function.get("arguments") is not None and not isinstance(function["arguments"], str):
+                    return f"chunk {number}: argument fragment is not a string: {_short(function['arguments'])}"
+        return None if finished else "no chunk carried a finish_reason"
+
+    def finish_problem(self, message: Message, named_choice: bool) -> str | None:
+        reason = message.finish_reason
+        if message.tool_calls:
+            # 'length' is the truth when max_tokens cut the answer; OpenAI answers 'stop' for a named tool_choice.
+            allowed = ("tool_calls", "length") + (("stop",) if named_choice else ())
+            if reason not in allowed:
+                return f"finish_reason {reason!r} with {len(message.tool_calls)} call(s), expected 'tool_calls'"
+        elif reason not in ("stop", "length"):
+            return f"finish_reason {reason!r} with no call, expected 'stop' or 'length'"
+        return None
