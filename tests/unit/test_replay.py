@@ -110,7 +110,7 @@ def test_sglang_replays_a_fixture_file_into_records(tmp_path: Path) -> None:
 def test_a_marker_the_expected_answer_holds_is_quoted_not_a_leak(tmp_path: Path) -> None:
     """A call whose intended argument is ``<|python_tag|>`` (the prompt asked for that text): SGLang parses it right,
     and the replay's request quotes it as the live request would, so no_marker_leak does not fail a correct parse."""
-    (fixture,) = [f for f in load_fixtures(data_root() / "results" / "replay" / "fixtures.jsonl")
+    (fixture,) = [f for f in generate([data_root() / "cases"], ["pythonic"])
                   if f.id == "pythonic.unicode.marker_python_tag.plain"]
     replay_engine(SGLANG, [fixture], tmp_path, ["token"])
     records = list(read_records(tmp_path))
