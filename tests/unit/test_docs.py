@@ -4,6 +4,7 @@ reference generated from the code; the README's links into it resolve."""
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,34 @@ def test_the_readme_links_resolve():
     links = re.findall(r"\]\(((?!https?:)[^)#\s]+)", (ROOT / "README.md").read_text())
     assert any(link.startswith("docs/") for link in links)
     assert [link for link in links if not (ROOT / link).exists()] == []
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """Every `toolmatrix …` command line of a shell block in the README and the docs pages (continuation lines
+    joined, `&&` chains split, comments dropped), with the file it is in."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for info, block in re.findall(r"^```([\w-]*)\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M):
+            if info not in ("", "bash", "sh", "console"):
+                continue
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                for part in re.split(r"\s+&&\s+", line.strip()):
+                    if part.startswith("toolmatrix "):
+                        found.append((page.name, re.split(r"\s+#", part)[0]))
+    return found
+
+
+def test_every_documented_toolmatrix_command_is_one_the_cli_takes():
+    """A command a reader copies must exist with the options it shows: each is parsed by the CLI's own parser
+    (not run). A line written as a syntax sketch (`[--engine E]`, `…`) is read as such and left out."""
+    from toolmatrix.cli import build_parser
+
+    commands = documented_commands()
+    assert len(commands) >= 20
+    for page, command in commands:
+        if re.search(r"\[|…|\.\.\.|\|", command):
+            continue
+        try:
+            build_parser().parse_args(shlex.split(command)[1:])
+        except SystemExit:
+            pytest.fail(f"{page}: `{command}` is not a command toolmatrix takes")
