@@ -27,26 +27,41 @@ from toolmatrix.replay.session import adapters
 TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")
 
 
-@pytest.fixture
-def fixed_bug() -> tuple[Fixture, Bug]:
-    """sgl-project/sglang#18102: broken at 0.5.9, fixed at 0.5.10 (the stream of two calls in one delta)."""
+# Every public SGLang report of bugs.jsonl that names the release that fixed it (the others are still open).
+FIXED = sorted(b.label for _, b in load_bugs(default_file()) if b.engine == "sglang" and b.fixed is not None)
+
+
+def _ready() -> None:
     missing = [why for why in (adapters(["sglang"])[0].ready(),) if why]
     missing += [] if tokenizer_path("hermes") else ["toolmatrix replay-install tokenizers"]
     if missing:
         if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
             pytest.fail("; ".join(missing))
         pytest.skip("; ".join(missing))
-    fixture, bug = next((f, b) for f, b in load_bugs(default_file()) if b.label == "sgl-project/sglang#18102")
-    assert bug.fixed is not None
-    return fixture, bug
+
+
+def _bug(label: str) -> tuple[Fixture, Bug]:
+    _ready()
+    return next((f, b) for f, b in load_bugs(default_file()) if b.label == label)
+
+
+@pytest.fixture
+def fixed_bug() -> tuple[Fixture, Bug]:
+    """sgl-project/sglang#18102: broken at 0.5.9, fixed at 0.5.10 (the stream of two calls in one delta)."""
+    return _bug("sgl-project/sglang#18102")
 
 
 def _toolmatrix(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(TOOLMATRIX), *args], capture_output=True, text=True, timeout=600)
 
 
-def test_bisect_finds_the_reported_fixed_release_of_a_public_bug(fixed_bug: tuple[Fixture, Bug]) -> None:
-    fixture, bug = fixed_bug
+def test_every_fixed_public_report_names_a_release() -> None:
+    assert "sgl-project/sglang#18102" in FIXED and "sgl-project/sglang#13411" in FIXED
+
+
+@pytest.mark.parametrize("label", FIXED)
+def test_bisect_finds_the_reported_fixed_release_of_a_public_bug(label: str) -> None:
+    fixture, bug = _bug(label)
     # broken, fixed, pinned: the search must replay the middle one to tell which side of it the change is on.
     versions = ",".join([bug.broken, str(bug.fixed), pinned_version(adapters(["sglang"])[0]) or ""])
     done = _toolmatrix("replay-bisect", "--engine", "sglang", "--fixture", fixture.id,
