@@ -31,6 +31,15 @@ def test_final_releases_oldest_first_dated_by_their_first_file() -> None:
     assert releases[1].published == date(2026, 4, 5)
 
 
+def test_the_newest_pre_release_is_a_column_only_when_asked_and_newer_than_every_final_one() -> None:
+    newer = {"files": [*PAGE["files"], _file("sglang-0.5.12.dev3-py3-none-any.whl", "2026-05-20T10:00:00Z"),
+                       _file("sglang-0.5.12rc1-py3-none-any.whl", "2026-05-21T10:00:00Z")]}
+    assert [str(r) for r in releases_of(newer)] == ["0.5.9", "0.5.10", "0.5.11"]
+    assert [str(r) for r in releases_of(newer, newest_pre=True)] == ["0.5.9", "0.5.10", "0.5.11", "0.5.12rc1"]
+    # 0.5.10rc0 is older than the newest final release: nothing of main to show
+    assert [str(r) for r in releases_of(PAGE, newest_pre=True)] == ["0.5.9", "0.5.10", "0.5.11"]
+
+
 def test_since_keeps_the_releases_published_on_or_after_the_day() -> None:
     assert [str(r) for r in since(releases_of(PAGE), date(2026, 4, 5))] == ["0.5.10", "0.5.11"]
 

@@ -92,8 +92,9 @@ def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
     return (pinned_version(adapter), "") if why is None else (None, f"{command} --engine {engine}: {why}")
 
 
-def _release_list(engine: str, versions: str | None, since: str | None) -> list[str]:
-    """--versions as given (oldest first), or the index's releases since the day; ReleaseError saying why not."""
+def _release_list(engine: str, versions: str | None, since: str | None, pre: bool = False) -> list[str]:
+    """--versions as given (oldest first), or the index's releases since the day (with --pre, the newest
+    pre-release too where it is newer than every final one); ReleaseError saying why not."""
     from datetime import date
 
     from .releases import ReleaseError, fetch_releases, ordered
@@ -106,7 +107,7 @@ def _release_list(engine: str, versions: str | None, since: str | None) -> list[
         day = date.fromisoformat(since or "")
     except ValueError:
         raise ReleaseError(f"--since {since}: not a date (YYYY-MM-DD)") from None
-    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].package), day)]
+    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].package, newest_pre=pre), day)]
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -121,7 +122,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 2
     try:
         fixtures = load_fixtures(args.fixtures)
-        versions = _release_list(args.engine, args.versions, args.since)
+        versions = _release_list(args.engine, args.versions, args.since, args.pre)
     except (FixtureError, ReleaseError) as exc:
         print(f"replay-sweep: {exc}", file=sys.stderr)
         return 2
@@ -404,6 +405,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     which = swp.add_mutually_exclusive_group(required=True)
     which.add_argument("--versions", metavar="V1,V2,...", help="these releases")
     which.add_argument("--since", metavar="YYYY-MM-DD", help="every final release published since the day (PyPI)")
+    swp.add_argument("--pre", action="store_true",
+                     help="with --since: the newest pre-release or dev build on PyPI too, where it is newer than every "
+                          "final release (a fix on the engine's main branch, seen before it is released)")
     swp.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
     swp.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE@VERSION/results.jsonl")
     swp.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))

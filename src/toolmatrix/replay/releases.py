@@ -41,25 +41,28 @@ def _file_version(filename: str) -> Version | None:
         return None  # an .egg or .exe of a 2010 release: not a version anyone replays
 
 
-def releases_of(project: dict) -> list[Release]:
+def releases_of(project: dict, newest_pre: bool = False) -> list[Release]:
     """The final releases (no pre-release or dev build) of a PEP 691 project page, oldest first. A release whose
-    files are all yanked is left out: pip would not install it."""
+    files are all yanked is left out: pip would not install it. ``newest_pre``: the newest pre-release or dev build
+    too, where it is newer than every final release (a fix on the engine's main branch, visible before it ships)."""
     first: dict[Version, date] = {}
     for file in project.get("files", []):
         version = _file_version(file["filename"])
-        if version is None or version.is_prerelease or file.get("yanked") or "upload-time" not in file:
+        if version is None or file.get("yanked") or "upload-time" not in file:
             continue
         day = datetime.fromisoformat(file["upload-time"].replace("Z", "+00:00")).date()
         first[version] = min(day, first.get(version, day))
-    return sorted(Release(version, day) for version, day in first.items())
+    finals = sorted(Release(v, day) for v, day in first.items() if not v.is_prerelease)
+    pres = [Release(v, day) for v, day in first.items() if v.is_prerelease and (not finals or v > finals[-1].version)]
+    return finals + [max(pres)] if newest_pre and pres else finals
 
 
-def fetch_releases(package: str, index: str = INDEX) -> list[Release]:
+def fetch_releases(package: str, index: str = INDEX, newest_pre: bool = False) -> list[Release]:
     """``package``'s releases from the index (network); ReleaseError naming the address where it cannot be read."""
     url = f"{index.rstrip('/')}/{package.lower()}/"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": ACCEPT}), timeout=60) as answer:
-            return releases_of(json.load(answer))
+            return releases_of(json.load(answer), newest_pre)
     except (OSError, ValueError) as exc:
         raise ReleaseError(f"{url}: {exc}") from None
 
