@@ -17,7 +17,7 @@ from toolmatrix.cases import Case, load_cases
 from toolmatrix.checks import value_matches
 
 from .fixtures import Expected, Fixture
-from .writers import TURNS, WRITERS, Call, Style, answer, harmony_channel_first, llama3_tagged
+from .writers import TURNS, Call, Style, answer, harmony_channel_first, llama3_tagged
 
 # family -> (model id, reasoning style): registered ids of engines/models.yaml where one exists, so the
 # reasoning parser comes from the same place as on the live tier; the style is written on each fixture.
