@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
+from toolmatrix.atomic import write_text
 from toolmatrix.registry import cache_dir
 
 BFCL_EVAL = "2026.3.23"  # the bfcl-eval release these categories and counts were read from (pyproject's bfcl extra)
@@ -259,9 +259,7 @@ def write_case_file(category: str, path: Path) -> int:
     """Write one category as a case file (atomically: a concurrent reader sees the old file or the new one)."""
     document = case_document(category)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")  # not mkstemp: the file gets the umask's mode
-    temporary.write_text(_dump(document), encoding="utf-8")
-    os.replace(temporary, path)
+    write_text(path, _dump(document))
     return len(document["cases"])
 
 

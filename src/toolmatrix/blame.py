@@ -15,7 +15,7 @@ import attrs
 
 from toolmatrix.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
 from toolmatrix.formats import Family, ParseResult
-from toolmatrix.results import Blame, CheckResult, Evidence
+from toolmatrix.records import Blame, CheckResult, Evidence
 from toolmatrix.wire.exchange import Exchange
 
 # The checks that judge what the answer says, and so can be asked of the model's own words.

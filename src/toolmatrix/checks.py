@@ -21,7 +21,7 @@ from toolmatrix import jsontext
 from toolmatrix.cases import Case, Expectation
 from toolmatrix.features import PRECONDITIONS
 from toolmatrix.formats import Family
-from toolmatrix.results import Blame, CheckOutcome, CheckResult, Verdict
+from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.specs import load_schema
 from toolmatrix.wire.answer import Call, Message
 from toolmatrix.wire.exchange import Exchange

@@ -25,7 +25,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_results(args: argparse.Namespace) -> int:
-    from toolmatrix.results import check_results
+    from toolmatrix.records import check_results
 
     missing = [d for d in args.dirs if not Path(d).is_dir()]
     if missing:  # a usage error, as everywhere in toolmatrix (exit 2); 1 says the results themselves are wrong

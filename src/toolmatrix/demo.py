@@ -28,7 +28,7 @@ from toolmatrix.cases import CallExpectation, Case, Expectation, load_cases
 from toolmatrix.matrix import build_matrix
 from toolmatrix.registry import data_root
 from toolmatrix.replay.generate import case_calls
-from toolmatrix.results import Record, read_records
+from toolmatrix.records import Record, read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 
 MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@vllm

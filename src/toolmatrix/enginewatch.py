@@ -16,7 +16,7 @@ import json
 import attrs
 
 from toolmatrix.launchers import Launcher
-from toolmatrix.results import Blame, EngineDeath, Posted, Record, Verdict
+from toolmatrix.records import Blame, EngineDeath, Posted, Record, Verdict
 
 LOG_LINES = 40
 

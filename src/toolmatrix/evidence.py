@@ -32,7 +32,7 @@ from toolmatrix import jsontext
 from toolmatrix.client import HTTPError, HttpClient
 from toolmatrix.formats import Family
 from toolmatrix.registry import EvidenceSpec
-from toolmatrix.results import Evidence, EvidenceStatus, TemplateFinding
+from toolmatrix.records import Evidence, EvidenceStatus, TemplateFinding
 from toolmatrix.wire.answer import Message
 
 DIFF_CAP = 4_000

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import hypothesis
 
+from toolmatrix.atomic import write_text
 from toolmatrix.cases import load_case_text
 from toolmatrix.fuzz import CATEGORY, FuzzRun, case_entry, case_file, draw_scenario
-from toolmatrix.results import Blame, ResultsError, Verdict, read_records, read_run_info, write_text_atomic
+from toolmatrix.records import Blame, ResultsError, Verdict, read_records, read_run_info
 from toolmatrix.specs import SpecErrors
 
 FAILURES = "fuzz-failures.yaml"  # what a fuzzed run writes beside its records
@@ -65,7 +66,7 @@ def keep_failures(directory: Path, out: Path) -> int:
     except SpecErrors as exc:
         raise RuntimeError(f"fuzz-keep wrote a case file the loader refuses (a toolmatrix bug):\n{exc}") from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, text)
+    write_text(out, text)
     return len(entries)
 
 

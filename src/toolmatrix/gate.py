@@ -29,8 +29,8 @@ import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from toolmatrix.passk import sample_stats
-from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info, read_samples,
-                                repro_command, run_dirs)
+from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info, read_samples,
+                                repro_command, repro_prefix, run_dirs)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -355,7 +355,7 @@ def _gate_pair(baseline: Loaded, results: Loaded, allow: tuple[AllowEntry, ...],
     judgements = _judge(info.pair, before, now, allow, used)
     known = _categories(baseline, results)
     rates = _rates(judgements, samples, [t for t in thresholds if t[1] in (ALL, *known)])
-    prefix = info.run.repro_prefix()
+    prefix = repro_prefix(info.run)
     return GateReport(
         info.pair, f"{base_info.path} (run {base_info.run_id})", f"{info.path} (run {info.run_id})",
         tuple(judgements), tuple(rates), tuple(warnings),

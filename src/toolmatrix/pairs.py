@@ -29,7 +29,7 @@ from toolmatrix.argtypes import base_url
 from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
-from toolmatrix.results import RUN
+from toolmatrix.records import RUN
 from toolmatrix.shards import safe_name
 from toolmatrix.specs import SpecErrors
 

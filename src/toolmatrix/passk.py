@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Hashable
 
-from toolmatrix.results import Outcome, Verdict
+from toolmatrix.records import Outcome, Verdict
 
 Z95 = 1.959964  # the standard normal's 97.5th percentile: a two-sided 95 % interval
 

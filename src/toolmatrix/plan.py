@@ -21,6 +21,7 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.argtypes import positive_int
+from toolmatrix.atomic import write_text
 from toolmatrix.executors import EmitError
 from toolmatrix.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
 from toolmatrix.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
@@ -28,7 +29,6 @@ from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
-from toolmatrix.results import write_text_atomic
 from toolmatrix.shards import Plan, PlanError, new_batch, plan_shards
 from toolmatrix.specs import SpecErrors
 
@@ -244,7 +244,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        write_text_atomic(args.output, text)
+        write_text(args.output, text)
     except OSError as exc:
         print(f"toolmatrix plan: -o {args.output}: cannot write: {exc.strerror}", file=sys.stderr)
         return USAGE_ERROR

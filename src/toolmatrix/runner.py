@@ -21,7 +21,7 @@ from toolmatrix.sampling import Sampling
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import CHAT, surface
-from toolmatrix.results import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
+from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
                                 Word)
 
 

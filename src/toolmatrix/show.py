@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.evidence import client_request
-from toolmatrix.results import Record, ResultsError, Run, read_run_info, repro_command, run_dirs, scan_records
+from toolmatrix.records import (Record, ResultsError, Run, read_run_info, repro_command, repro_prefix, run_dirs,
+                                scan_records)
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import MESSAGES, surface
 
@@ -139,7 +140,7 @@ def render(run: Run, record: Record, full: bool = False) -> str:
         out += ["its answer said:", *_said(record.api, follow)]
     if record.tier == "live":  # a replayed fixture was never sent to a server: it is fed to the parser again
         out += ["", "send it again, as a client would:", curl_command(run, record.request)]
-    out += ["", "run the case again:", repro_command(run.repro_prefix(), record.case_id, record.mode)]
+    out += ["", "run the case again:", repro_command(repro_prefix(run), record.case_id, record.mode)]
     if not full:
         out += ["", "(--full: every check, the request as sent and the answer as it came)"]
     return "\n".join(out)

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from tabulate import tabulate
 
-from toolmatrix.results import Posted
+from toolmatrix.records import Posted
 
 
 def _percent(part: int, whole: int) -> str:

@@ -13,7 +13,7 @@ import pytest
 from tests.integration.test_plugin_fake import run_pytest
 from tests.unit.test_bfcl import require_bfcl
 from toolmatrix import bfcl
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 
 SHARD = "1/8"  # about 50 of simple's 400 cases, both modes

@@ -14,7 +14,7 @@ from toolmatrix.cli import main
 from toolmatrix.cases import load_cases
 from toolmatrix.demo import ENGINE_BUGS, MODEL_MISTAKE, unanswered
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 # bug category -> the check its failures fail first
 FIRST_CHECK = {"parallel": "stream_consistency", "unicode": "ascii_escaping", "nested": "arguments_schema"}

@@ -32,7 +32,7 @@ from tests.helpers_engine import interruptible, read_until
 from toolmatrix.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
 from toolmatrix.launchers.process import find_binary
 from toolmatrix.registry import load_engines, load_models
-from toolmatrix.results import read_records, check_results
+from toolmatrix.records import read_records, check_results
 
 pytestmark = pytest.mark.live  # never beside another engine: 2 cores
 ROOT = Path(__file__).parents[2]

@@ -15,7 +15,7 @@ from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records, check_results
+from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import DIED
 
 LIBRARY = load_cases([data_root() / "cases"])

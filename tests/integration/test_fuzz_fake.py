@@ -19,7 +19,7 @@ import pytest
 from toolmatrix.cases import load_cases
 from toolmatrix.fuzz import draw_scenario
 from toolmatrix.fuzzkeep import FAILURES
-from toolmatrix.results import check_results, read_records
+from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 
 ROOT = Path(__file__).parents[2]

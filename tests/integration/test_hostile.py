@@ -21,7 +21,7 @@ from toolmatrix import runner as runner_module
 from toolmatrix.cases import load_cases
 from toolmatrix.client import Target, make_client
 from toolmatrix.formats import get_family
-from toolmatrix.results import check_results, read_records
+from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply, first_tool
 from toolmatrix.testing.hostile import MODES, HostileServer
 

@@ -23,7 +23,7 @@ import pytest
 
 from toolmatrix.launchers.process import find_binary, venv_dir
 from toolmatrix.registry import load_engines, load_models
-from toolmatrix.results import read_records, check_results
+from toolmatrix.records import read_records, check_results
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]

@@ -25,7 +25,7 @@ from tests.helpers_engine import interruptible, read_until
 from toolmatrix.cases import load_cases
 from toolmatrix.exitcodes import ENGINE_DIED
 from toolmatrix.registry import cache_dir, data_root, load_models
-from toolmatrix.results import RECORDS, read_records, check_results
+from toolmatrix.records import RECORDS, read_records, check_results
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]

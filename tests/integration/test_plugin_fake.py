@@ -17,7 +17,7 @@ import pytest
 
 from toolmatrix.cases import load_cases
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records, check_results
+from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 ROOT = Path(__file__).parents[2]

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
 from tests.helpers_ray import LocalCluster
-from toolmatrix.results import check_results, read_records, read_run_info
+from toolmatrix.records import check_results, read_records, read_run_info
 from toolmatrix.shards import plan_shards
 
 ray = pytest.importorskip("ray", reason="the ray extra: pip install 'toolmatrix[ray]'")

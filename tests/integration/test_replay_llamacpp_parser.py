@@ -14,7 +14,7 @@ from toolmatrix.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 LLAMACPP = adapter_for(load_engines()["llamacpp"])
 CHUNKINGS = ["whole", "token", "random"]

@@ -22,7 +22,7 @@ from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures
 from toolmatrix.replay.generate import generate
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 CASE = "single.get_weather_paris.plain"
 CHUNKINGS = ["token", "special", "random"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.integration.test_plugin_fake import run_pytest
-from toolmatrix.results import check_results, read_records
+from toolmatrix.records import check_results, read_records
 from toolmatrix.sampling import sample_seed
 from toolmatrix.testing.fake import FakeServer, Reply
 

@@ -19,7 +19,7 @@ import yaml
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.cases import CaseShard, load_cases
 from toolmatrix.registry import data_root
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 

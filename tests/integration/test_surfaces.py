@@ -194,7 +194,7 @@ def surfaces_run(tmp_path_factory):
 
 
 def test_each_surface_is_a_run_of_its_own(surfaces_run):
-    from toolmatrix.results import check_results, read_records, read_run_info
+    from toolmatrix.records import check_results, read_records, read_run_info
 
     proc, results, _ = surfaces_run
     assert proc.returncode == 1, proc.stdout[-3000:]  # first_tool gets some cases wrong: failures, not errors
@@ -215,7 +215,7 @@ def test_show_resends_a_messages_exchange_with_its_own_headers(surfaces_run):
     import subprocess
     import sys
 
-    from toolmatrix.results import read_records
+    from toolmatrix.records import read_records
 
     _, results, fake = surfaces_run
     record = next(r for r in read_records(results / MESSAGES) if r.mode == "nonstream" and r.request.get("tools"))

@@ -10,7 +10,7 @@ from tests.helpers_results import record
 from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exitcodes import describe_exit, meaning
 from toolmatrix.launchers import ExternalLauncher
-from toolmatrix.results import Posted
+from toolmatrix.records import Posted
 from toolmatrix.specs import validate_instance
 
 

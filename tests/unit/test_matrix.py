@@ -15,7 +15,7 @@ from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
 from toolmatrix.matrix.detail import expectation_diff, failure_detail
-from toolmatrix.results import Run, repro_command
+from toolmatrix.records import Run, repro_command, repro_prefix
 from toolmatrix.matrix.page import embed_json, md_text
 
 DAY1, DAY2, DAY3 = (f"2026-01-0{d}T10:00:00+00:00" for d in (1, 2, 3))
@@ -239,9 +239,9 @@ def test_repro_command_for_a_spec_and_for_an_external_server():
     spec = run({"id": "llamacpp", "launcher": "process"}, {"id": "gemma3-270m", "served_name": "g"})
     ext = run({"id": "vllm", "launcher": "external", "base_url": "http://h:8000/v1"},
               {"id": "qwen", "served_name": "Qwen/Qwen3"})
-    assert repro_command(spec.repro_prefix(), "single.weather", "nonstream") == (
+    assert repro_command(repro_prefix(spec), "single.weather", "nonstream") == (
         "pytest --engine=llamacpp --model=gemma3-270m -k 'single.weather and nonstream'")
-    assert repro_command(ext.repro_prefix(), "a'; rm -rf ~", "stream") == (
+    assert repro_command(repro_prefix(ext), "a'; rm -rf ~", "stream") == (
         "pytest --base-url=http://h:8000/v1 --model=Qwen/Qwen3 -k 'a'\"'\"'; rm -rf ~ and stream and not nonstream'")
 
 

@@ -17,7 +17,7 @@ from toolmatrix.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
         "text": '<tool_call>\n{"name": "f", "arguments": {"x": "Zürich"}}\n</tool_call>',

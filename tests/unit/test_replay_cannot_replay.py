@@ -14,7 +14,7 @@ from toolmatrix.matrix.page import md_text
 from toolmatrix.registry import data_root, load_engines
 from toolmatrix.replay.adapters import ADAPTERS
 from toolmatrix.replay.fixtures import load_fixtures
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 FIXTURES = data_root() / "results" / "replay" / "fixtures.jsonl"
 

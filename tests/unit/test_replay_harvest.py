@@ -21,7 +21,7 @@ from toolmatrix.replay.harvest import (LIVE_DISAGREES, NO_RAW_TEXT, NO_STOP_MARK
                                        harvest)
 from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.results import RECORDS, RUN, read_run_info, scan_records
+from toolmatrix.records import RECORDS, RUN, read_run_info, scan_records
 
 SNAPSHOT = data_root() / "results" / "cpu-qwen2.5-coder"
 VLLM_RUN, LLAMACPP_RUN = "qwen2.5-coder-0.5b@vllm", "qwen2.5-coder-0.5b@llamacpp"

@@ -23,7 +23,7 @@ from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 LMDEPLOY = adapter_for(load_engines()["lmdeploy"])
 

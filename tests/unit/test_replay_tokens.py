@@ -14,7 +14,7 @@ from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import SPLITTER, chunk, fixture_tokens, tokenizer_path, tokens, units
 from toolmatrix.replay.fixtures import FixtureError, load_fixtures
 from toolmatrix.replay.session import parse_request, replay_engine
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 HERMES = get_family("hermes")
 SGLANG = adapter_for(load_engines()["sglang"])

@@ -12,7 +12,7 @@ from toolmatrix.cli import main
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import record_cannot_replay
 from toolmatrix.replay.versions import FIX, REGRESSION, read_sweep, table
-from toolmatrix.results import ResultsError
+from toolmatrix.records import ResultsError
 
 
 NO_GEMMA4 = {"gemma4": "sglang gemma4: --tool-call-parser gemma4: not a choice of this release"}

@@ -1,4 +1,4 @@
-"""results owns the record and the run: typed, one writer, one reader, and version-1 results still load."""
+"""toolmatrix.records owns the record and the run: typed, one writer, one reader, and version-1 results still load."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from tests.helpers_results import record, write_results
 from toolmatrix.gate import EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
-from toolmatrix.results import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, Verdict,
+from toolmatrix.records import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, Verdict,
                                 check_results, read_records, read_run_info)
 
 SNAPSHOT = Path(__file__).parents[2] / "results" / "cpu-gemma3-270m"

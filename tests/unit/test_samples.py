@@ -16,7 +16,7 @@ from toolmatrix.gate import EXIT_FAILED, EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
 from toolmatrix.passk import sample_stats, wilson
 from toolmatrix.plugin import ItemKey, item_key
-from toolmatrix.results import Outcome, Verdict, check_results, fold, read_records
+from toolmatrix.records import Outcome, Verdict, check_results, fold, read_records
 from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
 
 

@@ -1,6 +1,6 @@
 """The end-of-run table: both numbers per category, and what evidence moved."""
 
-from toolmatrix.results import Posted
+from toolmatrix.records import Posted
 from toolmatrix.summary import summary_table
 
 

@@ -28,7 +28,7 @@ from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_his
 from toolmatrix.matrix.page import render_html, render_markdown
 from toolmatrix.matrix.versions import version_layout
 from toolmatrix.replay.versions import is_sweep, read_sweep
-from toolmatrix.results import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
+from toolmatrix.records import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
 from toolmatrix.runinfo import Portable, toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share

@@ -11,7 +11,6 @@ cell's ``samples`` adds its interval, pass^k and the case x mode whose samples d
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,11 +18,12 @@ from typing import IO, Any, Mapping
 
 import attrs
 
+from toolmatrix.atomic import Replacing
 from toolmatrix.checks import declared_reason
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.passk import sample_stats
-from toolmatrix.results import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
-                                scan_records)
+from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
+                                repro_prefix, scan_records)
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
@@ -206,24 +206,18 @@ def summarize_runs(infos: list[RunInfo], budget: int, out_dir: Path, details_nam
     """
     details_path = out_dir / details_name
     details_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = details_path.with_name(details_path.name + ".partial")
     several = budget // 8 if len(infos) > 1 else 0  # room for the second run on and the mixed cases
-    try:
-        with partial.open("wb") as details:
-            failures = _Failures(_Budget.of(budget - several), details)
-            merged: dict[Key, Outcome] = {}
-            scans = [_scan_run(info, merged, failures, len(infos) > 1) for info in infos]
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, details_path)
+    with Replacing(details_path, binary=True) as details:
+        failures = _Failures(_Budget.of(budget - several), details)
+        merged: dict[Key, Outcome] = {}
+        scans = [_scan_run(info, merged, failures, len(infos) > 1) for info in infos]
     return _cell(scans, merged, failures, several, details_name)
 
 
 def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, tag: bool) -> _RunScan:
     """One pass over a run: its outcomes, folded into ``merged``; its failing records copied, and listed unless a
     newer run of the cell recorded the case already (each case x mode counts once)."""
-    prefix = info.run.repro_prefix()
+    prefix = repro_prefix(info.run)
     source = {"run_id": info.run_id, "host": info.run.hardware.get("host")} if tag else {}
     outcomes: dict[Key, Outcome] = {}
     evidence: Counter = Counter()

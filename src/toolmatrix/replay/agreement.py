@@ -15,7 +15,7 @@ from typing import Iterable
 
 import attrs
 
-from toolmatrix.results import RECORDS, RUN, ResultsError, read_run_info, scan_records
+from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info, scan_records
 from toolmatrix.wire.exchange import Exchange
 
 from .answers import answer_of, differences

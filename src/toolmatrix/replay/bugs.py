@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 import attrs
 from packaging.version import InvalidVersion, Version
 
-from toolmatrix.results import Verdict
+from toolmatrix.records import Verdict
 
 from . import feeder
 from .adapters import ADAPTERS, Adapter

@@ -223,7 +223,7 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
 
 
 def _cmd_versions(args: argparse.Namespace) -> int:
-    from toolmatrix.results import ResultsError
+    from toolmatrix.records import ResultsError
 
     from .versions import read_sweep, table
 
@@ -369,7 +369,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
-    from toolmatrix.results import write_text_atomic
+    from toolmatrix.atomic import write_text
     from toolmatrix.specs import SpecErrors
 
     from .triage import classify, failing_records, load_triage, markdown, report
@@ -384,7 +384,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
     print("\n".join(report(classified, triage)))
     if args.markdown:
         fixtures = args.fixtures or str(results / "fixtures.jsonl")
-        write_text_atomic(Path(args.markdown), markdown(triage, classified, fixtures))
+        write_text(Path(args.markdown), markdown(triage, classified, fixtures))
     return 0 if classified.complete else 1
 
 

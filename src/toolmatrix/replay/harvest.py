@@ -37,7 +37,7 @@ from toolmatrix.blame import ModelWords
 from toolmatrix.evidence import SAME_GENERATION
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
-from toolmatrix.results import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
+from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange

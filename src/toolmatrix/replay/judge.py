@@ -15,7 +15,7 @@ import json
 from toolmatrix.cases import CallExpectation, Case, Expectation
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import Family
-from toolmatrix.results import Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict
+from toolmatrix.records import Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange
 

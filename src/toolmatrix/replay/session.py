@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from toolmatrix.formats import get_family
 from toolmatrix.registry import EngineSpec, ModelSpec, load_engines, load_models
-from toolmatrix.results import Posted, Record, RecordWriter, ReplayInfo, Run
+from toolmatrix.records import Posted, Record, RecordWriter, ReplayInfo, Run
 from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder

@@ -12,7 +12,7 @@ from typing import Iterator
 import attrs
 from packaging.version import InvalidVersion, Version
 
-from toolmatrix.results import RECORDS, RUN, ResultsError, read_run_info
+from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info
 
 REGRESSION, FIX = "regression", "fix"
 

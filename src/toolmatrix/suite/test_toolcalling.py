@@ -7,7 +7,7 @@ Collected only when a target is given (``--engine``/``--base-url``); parametrize
 import pytest
 
 from toolmatrix.plugin import RECORD_KEY
-from toolmatrix.results import Posted, Verdict
+from toolmatrix.records import Posted, Verdict
 
 
 def test_case(tm_case, tm_mode, tm_api, tm_sample, toolmatrix_runners, record_property):

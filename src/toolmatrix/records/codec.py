@@ -1,0 +1,79 @@
+"""Records and runs as JSON and back: the files' names, the format version, the cattrs converter, and the
+migration of older records.
+
+Records of format version 1 (before checks had an ``outcome`` and a ``kind``, and when ``status`` was the HTTP
+status) still load: ``migrate`` turns each into version 2 as it is read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+import orjson
+from cattrs.gen import make_dict_unstructure_fn, override
+
+SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
+RECORDS = "results.jsonl"
+RUN = "run.json"
+
+T = TypeVar("T")
+
+converter = cattrs.Converter()
+# A request, an answer, an expectation are JSON values already: written as they are, not walked value by value
+# (the walk cost a millisecond a record, most of a replay's own time over tens of thousands of records).
+converter.register_unstructure_hook(dict, lambda value: value)
+
+_COMPACT: set[type] = set()
+_ALWAYS_WRITTEN = ("blame", "latency_s", "finished", "schema_version")
+
+
+def compact(cls: type[T]) -> type[T]:
+    """Class decorator: optional fields of ``cls`` left at their default are not written (a stream record has no
+    "response", and so on), but for the few a reader expects on every line."""
+    _COMPACT.add(cls)
+    return cls
+
+
+converter.register_unstructure_hook_factory(
+    lambda cls: cls in _COMPACT,
+    lambda cls: make_dict_unstructure_fn(
+        cls, converter, _cattrs_omit_if_default=True,
+        **{name: override(omit_if_default=False) for name in _ALWAYS_WRITTEN if name in attrs.fields_dict(cls)}))
+
+
+def migrate(data: dict) -> dict:
+    """A version-1 record as version 2: ``status`` (HTTP) became ``http_status``, a check's ``status`` its
+    ``outcome``."""
+    if data.get("schema_version") != 1:
+        return data
+    out = {**data, "schema_version": SCHEMA_VERSION, "checks": [_migrate_check(c) for c in data.get("checks", [])]}
+    if "status" in out:
+        out["http_status"] = out.pop("status")
+    if isinstance(out.get("followup"), dict):
+        followup = dict(out["followup"])
+        if "status" in followup:
+            followup["http_status"] = followup.pop("status")
+        followup["checks"] = [_migrate_check(c) for c in followup.get("checks", [])]
+        out["followup"] = followup
+    return out
+
+
+def _migrate_check(check: Any) -> Any:
+    if not isinstance(check, dict) or "status" not in check:
+        return check
+    out = {k: v for k, v in check.items() if k != "status"}
+    out["outcome"] = check["status"]
+    return out
+
+
+def encode_json_line(data: Any) -> str:
+    """``data`` as one line of JSON, whatever text it holds."""
+    try:
+        return orjson.dumps(data, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # An integer beyond 64 bits, or a lone surrogate in text an engine sent: json copes, and ASCII escapes
+        # keep the line valid UTF-8 whatever the text holds.
+        return json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)

@@ -1,0 +1,245 @@
+"""The one reader of results directories, for the matrix, the gate, ``show`` and ``check-results``.
+
+Readers only ever see whole files (see ``writer``), and refuse one that is damaged all the same: a line that is not
+strict JSON (see ``jsontext``) or not a record, a case x mode recorded twice, or records that do not add up to
+run.json's counts. Version-1 records are migrated line by line (``codec.migrate``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Iterator, NamedTuple
+
+import attrs
+
+from toolmatrix import jsontext
+from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
+from toolmatrix.records.run import Run
+from toolmatrix.records.types import Blame, Outcome, Record, Verdict, conformance
+from toolmatrix.specs import fast_validator, validate_instance
+
+MAX_PROBLEMS = 5
+# A record holds engine JSON (at most jsontext.MAX_DEPTH levels) a few levels down: twice that is room enough,
+# and keeps every reader of a record (json, jsonschema, the page) well within Python's stack.
+RECORD_MAX_DEPTH = 2 * jsontext.MAX_DEPTH
+# By value, as a dict: calling the enum is a slow Python-level lookup, and the matrix makes one per record (10^6).
+_VERDICTS = {verdict.value: verdict for verdict in Verdict}
+_BLAMES = {blame.value: blame for blame in Blame}
+
+
+class ResultsError(Exception):
+    """A results directory that cannot be used; the message names the file and what is wrong."""
+
+
+@attrs.frozen
+class RunInfo:
+    """A results directory whose ``run.json`` is valid; records not read yet."""
+
+    path: Path
+    run: Run
+    started: datetime
+
+    @property
+    def pair(self) -> str:
+        """The matrix cell this run belongs to (the pair, with its surface)."""
+        return self.run.cell_key
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+
+class Line(NamedTuple):
+    """One record as read: its line number, the bytes on disk, and the parsed (migrated, valid) JSON.
+
+    The matrix reads 10^6 of them: it takes ``outcome`` for every record and the JSON of failing ones only, so
+    the typed ``Record`` is made on demand (``record``), not for every line."""
+
+    number: int
+    raw: bytes
+    data: dict
+
+    @property
+    def outcome(self) -> Outcome:
+        d = self.data
+        return Outcome(d["category"], _VERDICTS[d["verdict"]], d["blame"] and _BLAMES[d["blame"]], d["reason"],
+                       conformance(d["verdict"], d["checks"]))
+
+    @property
+    def record(self) -> Record:
+        return converter.structure(self.data, Record)
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """``root`` if it is a results directory (or the wreck of one, for ``read_run_info`` to name), else every
+    results directory below it (a snapshot's pairs, a run over several surfaces), in a stable order; ResultsError
+    when there is none."""
+    if not root.is_dir():
+        raise ResultsError(f"{root}: {'not a directory' if root.exists() else 'does not exist'}")
+    if any((root / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
+        return [root]
+    found = sorted(p.parent for p in root.rglob(RUN))
+    if not found:
+        raise ResultsError(f"{root}: no results directory in it (no {RUN})")
+    return found
+
+
+def read_run_info(directory: Path) -> RunInfo:
+    """``run.json`` of ``directory``, validated; raises ResultsError saying why the directory is unusable."""
+    run_file = directory / RUN
+    if not directory.is_dir():
+        raise ResultsError(f"{directory}: {'not a directory' if directory.exists() else 'does not exist'}")
+    if not (directory / RECORDS).is_file() and (directory / (RECORDS + ".partial")).is_file():
+        raise ResultsError(f"{directory}: incomplete run ({RECORDS}.partial only: the run did not finish)")
+    if not run_file.is_file():
+        raise ResultsError(f"{directory}: not a results directory (no {RUN})")
+    if not (directory / RECORDS).is_file():
+        raise ResultsError(f"{directory}: no {RECORDS}")
+    try:
+        data = jsontext.loads(run_file.read_bytes(), max_depth=RECORD_MAX_DEPTH)  # held to what records are
+    except (OSError, jsontext.NotJSON) as exc:
+        raise ResultsError(f"{run_file}: not readable JSON: {exc}") from None
+    problems = validate_instance(data, "run.schema.json")
+    if problems:
+        raise ResultsError(_summarize([f"{run_file}: {p}" for p in problems]))
+    try:
+        started = datetime.fromisoformat(data["started"])
+    except ValueError:
+        raise ResultsError(f"{run_file}: $.started: not an ISO 8601 date-time (got {data['started']!r})") from None
+    if started.tzinfo is None:
+        raise ResultsError(f"{run_file}: $.started: no time zone (got {data['started']!r})")
+    return RunInfo(directory, Run.from_dict(data), started)
+
+
+def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict | None, list[str]]:
+    """The record on one line (migrated), and what is wrong with it."""
+    try:
+        data = jsontext.loads(line, max_depth=RECORD_MAX_DEPTH)
+    except jsontext.NotJSON as exc:
+        return None, [f"{path}:{number}: not JSON: {exc}"]
+    if isinstance(data, dict):
+        data = migrate(data)
+    if fast_validator("record.schema.json")(data) and data["run_id"] == run_id:
+        return data, []
+    found = validate_instance(data, "record.schema.json")
+    if found:
+        return None, [f"{path}:{number}: {p}" for p in found]
+    return None, [f"{path}:{number}: $.run_id: {data.get('run_id')!r} is not this run's id {run_id!r} "
+                  f"(records of another run mixed in)"]
+
+
+class _Tally:
+    """What the records of a run add up to: each case x mode once, and as many of each verdict as run.json counts."""
+
+    def __init__(self, info: RunInfo):
+        self.info = info
+        self.first_lines: dict[tuple[str, str, int | None], int] = {}  # the line of each case x mode (x sample)
+        self.counts: dict[str, int] = {}
+
+    def add(self, number: int, data: dict) -> list[str]:
+        """The problem with one more valid record: a case x mode (its sample, with --samples) recorded already."""
+        key = (data["case_id"], data["mode"], data.get("sample"))
+        first = self.first_lines.setdefault(key, number)
+        if first != number:
+            sample = "" if key[2] is None else f" sample {key[2]}"
+            return [f"{self.info.path / RECORDS}:{number}: case {key[0]!r} [{key[1]}{sample}] recorded twice, on lines "
+                    f"{first} and {number}"]
+        self.counts[data["verdict"]] = self.counts.get(data["verdict"], 0) + 1
+        return []
+
+    def problems(self) -> list[str]:
+        """Records lost or added since run.json counted them (a run before counts were kept is not compared)."""
+        expected = {verdict: n for verdict, n in self.info.run.counts.items() if n}
+        if not self.info.run.counts or expected == self.counts:
+            return []
+        return [f"{self.info.path / RECORDS}: {_counted(self.counts, ' records')}, but {self.info.path / RUN} counts "
+                f"{_counted(expected)} (records lost or added since the run wrote them)"]
+
+
+def _counted(counts: dict[str, int], noun: str = "") -> str:
+    each = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
+    return f"{sum(counts.values())}{noun} ({each or 'none'})"
+
+
+def _records(info: RunInfo, problems: list[str] | None = None) -> Iterator[Line]:
+    """Every sound record of a run in file order, then whether they add up to run.json's counts. Without
+    ``problems``, the first problem raises ResultsError; with it, each is added there and reading goes on."""
+    path, tally, sound = info.path / RECORDS, _Tally(info), True
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    with handle:
+        for number, raw in enumerate(handle, 1):
+            if raw.isspace():  # a blank line (isspace stops at the first other byte; strip would copy the line)
+                continue
+            data, found = _line_problems(path, number, raw, info.run_id)
+            found = found or tally.add(number, data)
+            if found:
+                _report(found, problems)
+                sound = False
+            else:
+                yield Line(number, raw, data)
+    found = tally.problems() if sound else []  # a bad line already explains a count that is off
+    if found:
+        _report(found, problems)
+
+
+def _report(found: list[str], problems: list[str] | None) -> None:
+    if problems is None:
+        # Reading on only to count would double the cost of a broken multi-GB file.
+        raise ResultsError(_summarize(found))
+    problems += found
+
+
+def scan_records(info: RunInfo) -> Iterator[Line]:
+    """Every record of a run in file order; raises ResultsError at the first bad line, a case x mode recorded
+    twice, or, at the end, records that do not add up to run.json's counts."""
+    return _records(info)
+
+
+def read_records(directory: Path) -> Iterator[Record]:
+    """Every record of the results directory, typed; raises ResultsError if the directory is unusable."""
+    for line in scan_records(read_run_info(directory)):
+        yield line.record
+
+
+def read_outcomes(info: RunInfo) -> dict[tuple[str, str], Outcome]:
+    """Every ``(case_id, mode)`` of a run and its outcome, its repeated samples folded (``fold``); raises
+    ResultsError as ``scan_records`` does."""
+    return {key: fold(samples) for key, samples in read_samples(info).items()}
+
+
+def read_samples(info: RunInfo) -> dict[tuple[str, str], list[Outcome]]:
+    """Every ``(case_id, mode)`` of a run and the outcome of each of its samples (one without ``--samples``)."""
+    samples: dict[tuple[str, str], list[Outcome]] = {}
+    for line in scan_records(info):
+        samples.setdefault((line.data["case_id"], line.data["mode"]), []).append(line.outcome)
+    return samples
+
+
+def fold(samples: Iterable[Outcome]) -> Outcome:
+    """One case x mode over its samples, as a gate reads it: a pass only when every sample passed (pass^k), else
+    the first sample that did not; conformant False when any sample's was, None when none was judged."""
+    samples = list(samples)
+    first = next((o for o in samples if o.verdict is not Verdict.PASS), samples[0])
+    judged = [o.conformant for o in samples if o.conformant is not None]
+    return first._replace(conformant=all(judged) if judged else None)
+
+
+def check_results(directory: Path) -> list[str]:
+    """Every problem in a results directory (not only the first), as ``file:line: $.path: message`` lines."""
+    problems: list[str] = []
+    try:
+        for _ in _records(read_run_info(directory), problems):
+            pass
+    except ResultsError as exc:
+        return [str(exc)]
+    return problems
+
+
+def _summarize(problems: list[str]) -> str:
+    shown = problems[:MAX_PROBLEMS]
+    more = f"\n  ... and {len(problems) - MAX_PROBLEMS} more" if len(problems) > MAX_PROBLEMS else ""
+    return "\n  ".join(shown) + more
