@@ -1,11 +1,11 @@
-"""Result records and runs: the one owner of results.jsonl and run.json (types, codec, writer, reader, repro)."""
+"""Result records and runs: the one owner of results.jsonl and run.json (record, run, codec, writer, reader, repro)."""
 
 from toolmatrix.records.codec import RECORDS, RUN, SCHEMA_VERSION
 from toolmatrix.records.reader import (Line, ResultsError, RunInfo, check_results, fold, read_outcomes, read_records,
                                        read_run_info, read_samples, run_dirs, scan_records)
 from toolmatrix.records.repro import repro_command, repro_prefix
 from toolmatrix.records.run import ExitStatus, Run
-from toolmatrix.records.types import (Blame, BlameSource, CheckOutcome, CheckResult, EngineDeath, Evidence,
+from toolmatrix.records.record import (Blame, BlameSource, CheckOutcome, CheckResult, EngineDeath, Evidence,
                                       EvidenceStatus, Followup, Outcome, Record, ReplayInfo, TemplateFinding, Verdict,
                                       Word, conformance, evidence_label)
 from toolmatrix.records.writer import Posted, RecordWriter

@@ -16,7 +16,7 @@ import attrs
 from toolmatrix import jsontext
 from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
 from toolmatrix.records.run import Run
-from toolmatrix.records.types import Blame, Outcome, Record, Verdict, conformance
+from toolmatrix.records.record import Blame, Outcome, Record, Verdict, conformance
 from toolmatrix.specs import fast_validator, validate_instance
 
 MAX_PROBLEMS = 5

@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 
 from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter
-from toolmatrix.records.types import EngineDeath, Word
+from toolmatrix.records.record import EngineDeath, Word
 
 
 class ExitStatus(Word):

@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple
 from toolmatrix.atomic import Replacing, write_json
 from toolmatrix.records.codec import RECORDS, RUN
 from toolmatrix.records.run import Run
-from toolmatrix.records.types import Record, Verdict
+from toolmatrix.records.record import Record, Verdict
 
 
 class Posted(NamedTuple):
