@@ -29,8 +29,8 @@ import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from toolmatrix.passk import sample_stats
-from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info, read_samples,
-                                repro_command, repro_prefix, run_dirs)
+from toolmatrix.records import (REPLAY, Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info,
+                                read_samples, repro_command, repro_prefix, run_dirs)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -182,7 +182,7 @@ class GateReport:
     def lines(self) -> list[str]:
         allowed = [v for v in self.judgements if v.ruling is Ruling.ALLOWED]
         known = [v for v in self.judgements if v.ruling is Ruling.NOT_GATED]
-        tier = " (parser replay: the engine's parser on given text, no model ran)" if self.tier == "replay" else ""
+        tier = " (parser replay: the engine's parser on given text, no model ran)" if self.tier == REPLAY else ""
         out = [f"gate: {self.pair}{tier}: results {self.results} against baseline {self.baseline}"]
         if self.versions[0] != self.versions[1]:
             out.append(f"upgrade: engine version {self.versions[0] or '?'} in the baseline, {self.versions[1] or '?'} "
@@ -360,7 +360,7 @@ def _gate_pair(baseline: Loaded, results: Loaded, allow: tuple[AllowEntry, ...],
         info.pair, f"{base_info.path} (run {base_info.run_id})", f"{info.path} (run {info.run_id})",
         tuple(judgements), tuple(rates), tuple(warnings),
         {v.key: repro_command(prefix, *v.key) for v in judgements if v.ruling is Ruling.REGRESSION},
-        info.run.engine.get("tier", "live"), (base_info.run.engine.get("version"), info.run.engine.get("version")))
+        info.run.engine.tier, (base_info.run.engine.version, info.run.engine.version))
 
 
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

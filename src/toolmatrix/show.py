@@ -53,7 +53,7 @@ def curl_command(run: Run, request: dict) -> str:
     """A shell command that sends ``request`` again over the run's surface as a client would (without the fields
     the harness adds for evidence), with the run's key variable, never a key. The URL is ``$BASE_URL``: by default
     the server a ``--base-url`` run reached; a server the run started itself is gone, so there it must be set."""
-    base = run.engine.get("base_url") if run.engine.get("launcher") == "external" else None
+    base = run.engine.base_url if run.engine.launcher == "external" else None
     url = f"${{BASE_URL:-{base}}}" if base else f"${{BASE_URL:?{NO_BASE_URL}}}"
     key_var = run.option("--api-key-env")
     lines = [f'curl -sS{"N" if request.get("stream") else ""} "{url}{surface(run.api).path}"',
@@ -115,7 +115,7 @@ def render(run: Run, record: Record, full: bool = False) -> str:
     """The record as a person reads it: brief, or ``full`` with every check, the request and the answer."""
     blame = f", blamed {record.blame} (decided by {record.blamed_by})" if record.blame else ""
     out = [f"{record.case_id} [{record.mode}] on {run.pair}, run {run.run_id}: {record.verdict.value.upper()}{blame}",
-           f"engine: {run.engine.get('id')} {run.engine.get('version') or ''}  flags: {shlex.join(run.engine.get('flags') or [])}"]
+           f"engine: {run.engine.id} {run.engine.version or ''}  flags: {shlex.join(run.engine.flags)}"]
     if record.description:
         out.append(f"case: {record.description}")
     if record.reason:

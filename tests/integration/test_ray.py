@@ -120,7 +120,7 @@ def test_the_embedded_llama_server_fans_out_on_ray(tmp_path):
     for pair in ("qwen2.5-coder-0.5b@llamacpp", "gemma3-270m@llamacpp"):
         [run] = run_dirs(tmp_path / "r", pair)
         info = read_run_info(run)
-        assert info.run.engine["version"] and info.run.model["weights_sha256"]  # a real llama-server answered
+        assert info.run.engine.version and info.run.model.weights_sha256  # a real llama-server answered
         assert len(list(read_records(run))) == 2
     assert len(json.loads((tmp_path / "r" / "matrix" / "matrix.json").read_text())["cells"]) == 2
 

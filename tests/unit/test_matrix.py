@@ -15,7 +15,7 @@ from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
 from toolmatrix.matrix.detail import expectation_diff, failure_detail
-from toolmatrix.records import Run, repro_command, repro_prefix
+from toolmatrix.records import Run, RunEngine, RunModel, repro_command, repro_prefix
 from toolmatrix.matrix.page import embed_json, md_text
 
 DAY1, DAY2, DAY3 = (f"2026-01-0{d}T10:00:00+00:00" for d in (1, 2, 3))
@@ -233,12 +233,12 @@ def test_md_text_makes_one_inert_line():
 
 
 def test_repro_command_for_a_spec_and_for_an_external_server():
-    def run(engine: dict, model: dict) -> Run:
+    def run(engine: RunEngine, model: RunModel) -> Run:
         return Run("r", "p", engine, model, {}, "2026-01-01T00:00:00+00:00", None, "0", {})
 
-    spec = run({"id": "llamacpp", "launcher": "process"}, {"id": "gemma3-270m", "served_name": "g"})
-    ext = run({"id": "vllm", "launcher": "external", "base_url": "http://h:8000/v1"},
-              {"id": "qwen", "served_name": "Qwen/Qwen3"})
+    spec = run(RunEngine("llamacpp", None, "process", []), RunModel("gemma3-270m", "gemma", "g"))
+    ext = run(RunEngine("vllm", None, "external", [], base_url="http://h:8000/v1"),
+              RunModel("qwen", "qwen", "Qwen/Qwen3"))
     assert repro_command(repro_prefix(spec), "single.weather", "nonstream") == (
         "pytest --engine=llamacpp --model=gemma3-270m -k 'single.weather and nonstream'")
     assert repro_command(repro_prefix(ext), "a'; rm -rf ~", "stream") == (

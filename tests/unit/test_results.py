@@ -10,8 +10,8 @@ import pytest
 from tests.helpers_results import record, write_results
 from toolmatrix.gate import EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
-from toolmatrix.records import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, Verdict,
-                                check_results, read_records, read_run_info)
+from toolmatrix.records import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, RunEngine,
+                                RunModel, Verdict, check_results, read_records, read_run_info)
 
 SNAPSHOT = Path(__file__).parents[2] / "results" / "cpu-gemma3-270m"
 PAIRS = sorted(SNAPSHOT.glob("gemma3-270m@*"))
@@ -96,9 +96,8 @@ def test_the_writer_publishes_whole_files_only(tmp_path):
     rec = Record.from_dict(record("single.a", "fail"))
     writer.write(Posted.of(rec))
     assert not (tmp_path / "results.jsonl").exists() and (tmp_path / "results.jsonl.partial").is_file()
-    run = Run("run-1", "m@e", {"id": "e", "version": None, "launcher": "process", "flags": []},
-              {"id": "m", "family": "hermes", "served_name": "m"}, {}, "2026-01-01T00:00:00+00:00", None, "0",
-              writer.counts)
+    run = Run("run-1", "m@e", RunEngine("e", None, "process", []), RunModel("m", "hermes", "m"), {},
+              "2026-01-01T00:00:00+00:00", None, "0", writer.counts)
     writer.close(run)
     assert [r.case_id for r in read_records(tmp_path)] == ["single.a"]
     assert json.loads((tmp_path / "run.json").read_text())["counts"]["fail"] == 1
@@ -113,8 +112,44 @@ def test_records_of_another_run_make_the_directory_unusable(tmp_path):
     assert len(check_results(tmp_path)) == 1
 
 
+COMMITTED = Path(__file__).parents[2] / "results"
+
+
+def _without_nulls(data: dict) -> dict:
+    return {key: value for key, value in data.items() if value is not None}
+
+
+@pytest.mark.parametrize(("run_dir", "tier", "api", "launcher"), [
+    ("cpu-qwen2.5-coder/qwen2.5-coder-0.5b@llamacpp", "live", "chat", "process"),
+    ("replay/llama-cpp-python", "replay", "chat", "replay"),
+    ("cpu-qwen2.5-coder/qwen2.5-coder-0.5b@vllm-surfaces/responses", "live", "responses", "process"),
+], ids=["live", "replay", "surfaces"])
+def test_a_committed_run_json_reads_typed_and_writes_back_what_it_holds(run_dir, tier, api, launcher):
+    data = json.loads((COMMITTED / run_dir / "run.json").read_text())
+    run = read_run_info(COMMITTED / run_dir).run
+    assert (run.engine.tier, run.engine.replay, run.api, run.engine.launcher) == (tier, tier == "replay", api, launcher)
+    engine = data["engine"]
+    assert (run.engine.id, run.engine.version, run.engine.flags) == (engine["id"], engine["version"], engine["flags"])
+    assert run.model.family == data["model"]["family"] and run.model.served_name == data["model"]["served_name"]
+    written = run.to_dict()
+    # Fields a launcher wrote as null are left out on writing (a reader sees None either way); nothing else changes.
+    for part in ("engine", "model"):
+        assert _without_nulls(written[part]) == _without_nulls(data[part])
+    assert written["engine"]["version"] == data["engine"]["version"]  # required by run.schema.json, even null
+
+
+def test_an_engine_field_no_type_names_is_kept_and_written_back():
+    data = json.loads((COMMITTED / "replay/llama-cpp-python/run.json").read_text())
+    data["engine"]["accelerator"] = {"kind": "tpu"}  # a launcher of tomorrow tells more
+    run = Run.from_dict(data)
+    assert run.engine.extra == {"accelerator": {"kind": "tpu"}}
+    assert run.to_dict()["engine"]["accelerator"] == {"kind": "tpu"} and "extra" not in run.to_dict()["engine"]
+    assert run.engine.skipped_families == data["engine"]["skipped_families"]
+
+
 def test_an_option_of_the_runs_command_is_read_in_either_spelling():
-    run = Run("r", "m@e", {"id": "e"}, {"id": "m"}, {}, "2026-11-25T00:00:00+00:00", None, "0", {},
+    run = Run("r", "m@e", RunEngine("e", None, "process", []), RunModel("m", "hermes", "m"), {},
+              "2026-11-25T00:00:00+00:00", None, "0", {},
               command=["pytest", "--api-key-env", "KEY", "--fixtures=fx.jsonl", "--results-dir"])
     assert (run.option("--api-key-env"), run.option("--fixtures")) == ("KEY", "fx.jsonl")
     assert run.option("--results-dir") is None and run.option("--model") is None  # no value, no option

@@ -101,10 +101,9 @@ def configuration(run: Run) -> tuple:
     model (weights, chat template, revision) and toolmatrix's version. Not every flag: ports differ from machine to
     machine, and a path by its folder (the file's hash is compared apart)."""
     engine, model = run.engine, run.model
-    flags = tuple(key_flags(engine.get("flags", [])))
-    return (run.engine_id, engine.get("version"), engine.get("launcher"), flags,
-            engine.get("image_digest") or engine.get("image"), model.get("weights_sha256"),
-            model.get("chat_template_sha256"), model.get("revision"), run.toolmatrix_version)
+    return (run.engine_id, engine.version, engine.launcher, tuple(key_flags(engine.flags)),
+            engine.image_digest or engine.image, model.weights_sha256, model.chat_template_sha256, model.revision,
+            run.toolmatrix_version)
 
 
 def cell_runs(runs: list[RunInfo]) -> list[RunInfo]:

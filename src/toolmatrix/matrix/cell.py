@@ -174,13 +174,13 @@ def _run_fields(info: RunInfo, details_name: str) -> dict[str, Any]:
         "pair": info.pair, "model": run.model_id, "engine": run.engine_id, "api": run.api, "run_id": info.run_id,
         "started": run.started, "finished": run.finished, "exit_status": run.exit_status and run.exit_status.value,
         "path": str(info.path), "details_file": details_name,
-        "engine_version": engine.get("version"), "launcher": engine.get("launcher"),
-        "base_url": engine.get("base_url"), "flags": engine.get("flags", []),
-        "key_flags": key_flags(engine.get("flags", [])),
-        "model_info": {k: model.get(k) for k in ("family", "served_name", "revision", "weights", "chat_template")},
+        "engine_version": engine.version, "launcher": engine.launcher, "base_url": engine.base_url,
+        "flags": engine.flags, "key_flags": key_flags(engine.flags),
+        "model_info": {"family": model.family, "served_name": model.served_name, "revision": model.revision,
+                       "weights": model.weights, "chat_template": model.chat_template},
         # live: a model served by the engine; replay: the engine's parser fed given text (no model ran)
-        "tier": engine.get("tier", "live"),
-        **({"skipped_families": dict(engine.get("skipped_families") or {})} if engine.get("tier") == "replay" else {}),
+        "tier": engine.tier,
+        **({"skipped_families": dict(engine.skipped_families)} if engine.replay else {}),
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import attrs
 import cattrs
 import orjson
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
@@ -42,6 +42,29 @@ converter.register_unstructure_hook_factory(
     lambda cls: make_dict_unstructure_fn(
         cls, converter, _cattrs_omit_if_default=True,
         **{name: override(omit_if_default=False) for name in _ALWAYS_WRITTEN if name in attrs.fields_dict(cls)}))
+
+
+def keeps_unknown(cls: type[T]) -> type[T]:
+    """Class decorator for a JSON object its writers may add to (a launcher describes what it knows): the keys
+    ``cls`` has no field for are kept in its ``extra`` mapping and written back beside the fields, so nothing read
+    is lost. Optional fields are written as ``compact`` writes them."""
+    compact(cls)
+    names = {field.name for field in attrs.fields(cls)} - {"extra"}
+    structure = make_dict_structure_fn(cls, converter)
+    unstructure = converter.get_unstructure_hook(cls)
+
+    def read(data: dict, _: type) -> T:
+        extra = {key: value for key, value in data.items() if key not in names}
+        return structure({**{key: data[key] for key in names if key in data}, "extra": extra}, cls)
+
+    def write(value: T) -> dict:
+        out = unstructure(value)
+        extra = out.pop("extra", {})
+        return {**out, **extra}
+
+    converter.register_structure_hook(cls, read)
+    converter.register_unstructure_hook(cls, write)
+    return cls
 
 
 def migrate(data: dict) -> dict:

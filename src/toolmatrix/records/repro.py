@@ -13,16 +13,16 @@ def repro_prefix(run: Run) -> list[str]:
     parser-replay run, ``toolmatrix replay`` with the run's fixture file and engine (``ENGINE@VERSION`` where the
     run replayed one release: a sweep's, or one named so)."""
     engine, model = run.engine, run.model
-    if engine.get("tier") == "replay":
+    if engine.replay:
         release = run.command[1:2] == ["replay-sweep"] or "@" in (run.option("--engine") or "")
         return ["toolmatrix", "replay", "--fixtures", run.option("--fixtures") or "FIXTURES.jsonl", "--engine",
-                f"{engine['id']}@{engine['version']}" if release and engine.get("version") else engine["id"]]
+                f"{engine.id}@{engine.version}" if release and engine.version else engine.id]
     options = [f"--api={run.api}"] if run.api != "chat" else []
     # Repeated samples ask at their own temperature and seeds: the repro asks the same K.
     options += [f"{name}={run.option(name)}" for name in ("--samples", "--temperature") if run.option(name)]
-    if engine.get("launcher") == "external" and engine.get("base_url"):
-        return ["pytest", f"--base-url={engine['base_url']}", f"--model={model['served_name']}", *options]
-    return ["pytest", f"--engine={engine['id']}", f"--model={model['id']}", *options]
+    if engine.launcher == "external" and engine.base_url:
+        return ["pytest", f"--base-url={engine.base_url}", f"--model={model.served_name}", *options]
+    return ["pytest", f"--engine={engine.id}", f"--model={model.id}", *options]
 
 
 def repro_command(prefix: list[str], case_id: str, mode: str) -> str:

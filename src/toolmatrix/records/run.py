@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import attrs
 
-from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter
+from typing import Any
+
+from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, keeps_unknown
 from toolmatrix.records.record import EngineDeath, Word
+
+LIVE, REPLAY = "live", "replay"  # the tiers: a model served by an engine; an engine's parser fed given text
 
 
 class ExitStatus(Word):
@@ -17,17 +21,67 @@ class ExitStatus(Word):
     LOST = "lost"  # an executor lost the shard with its machine: every record an infra error (--record-lost)
 
 
+@keeps_unknown
+@attrs.frozen
+class RunEngine:
+    """run.json's ``engine``: which engine answered and how it was started, as its launcher described it (the
+    fields are described in run.schema.json); for a parser replay, which release's parsers read the fixtures."""
+
+    id: str
+    version: str | None  # as the server reports it, or the binary's --version; a replay's release
+    launcher: str  # process | docker | external | replay
+    flags: list[str]  # every argument the engine was started with
+    tier: str = LIVE  # written on a replay run only
+    base_url: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    binary: str | None = None
+    build: dict | None = None  # what a binary toolmatrix built was built from (its build record)
+    cpu: dict | None = None  # what the engine's machine check found before the start
+    packages: list[str] | None = None  # a Python engine's exact package versions
+    log: str | None = None  # the engine's log, relative to the results directory
+    entrypoint: list[str] | None = None  # docker: the container's
+    container: str | None = None
+    env: list[str] | None = None  # docker: the names of the variables given (values may be secrets)
+    gpus: Any = None
+    variant: str | None = None  # docker: the image variant of the engine spec
+    versions: list[str] | None = None  # replay: the engine's environment (pip freeze)
+    skipped_families: dict[str, str] = attrs.field(factory=dict)  # replay: a family not replayed, and why
+    extra: dict = attrs.field(factory=dict)  # what else a launcher told (see codec.keeps_unknown)
+
+    @property
+    def replay(self) -> bool:
+        """A parser-replay run: no model ran, the engine's parsers read recorded text."""
+        return self.tier == REPLAY
+
+
+@keeps_unknown
+@attrs.frozen
+class RunModel:
+    """run.json's ``model``: the model the engine served, its weights and chat template by file name and SHA-256."""
+
+    id: str
+    family: str
+    served_name: str
+    weights: str | None = None
+    weights_sha256: str | None = None
+    revision: str | None = None
+    chat_template: str | None = None  # the file the launcher handed the engine
+    chat_template_sha256: str | None = None
+    extra: dict = attrs.field(factory=dict)
+
+
 @compact
 @attrs.frozen
 class Run:
-    """run.json: what was tested, where and when. ``engine``, ``model`` and ``hardware`` are open mappings
-    (their fields are described in run.schema.json) because launchers add what they know."""
+    """run.json: what was tested, where and when. ``hardware`` is an open mapping (its fields are described in
+    run.schema.json): what a machine tells of itself differs from machine to machine."""
 
     schema_version: int = attrs.field(default=SCHEMA_VERSION, kw_only=True)
     run_id: str
     pair: str  # MODEL@ENGINE, the matrix cell key
-    engine: dict
-    model: dict
+    engine: RunEngine
+    model: RunModel
     hardware: dict
     started: str
     finished: str | None
@@ -57,11 +111,11 @@ class Run:
 
     @property
     def model_id(self) -> str:
-        return self.model["id"]
+        return self.model.id
 
     @property
     def engine_id(self) -> str:
-        return self.engine["id"]
+        return self.engine.id
 
     def option(self, name: str) -> str | None:
         """The value the run's command gave an option (``--name value`` or ``--name=value``), if it did."""

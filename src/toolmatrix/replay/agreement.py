@@ -65,9 +65,9 @@ def _replayed(directory: Path, fixtures: dict[str, Fixture]) -> tuple[str, dict[
     """The replay run's version, each fixture's replay answer (non-streamed), and the families it skipped."""
     try:
         info = read_run_info(directory)
-        if info.run.engine.get("tier") != "replay":
+        if not info.run.engine.replay:
             raise AgreementError(f"{directory / RUN}: not a parser-replay run (engine tier "
-                                 f"{info.run.engine.get('tier')!r}): give the --results-dir of toolmatrix replay")
+                                 f"{info.run.engine.tier!r}): give the --results-dir of toolmatrix replay")
         answers: dict[str, dict] = {}
         for line in scan_records(info):
             data = line.data
@@ -82,7 +82,7 @@ def _replayed(directory: Path, fixtures: dict[str, Fixture]) -> tuple[str, dict[
                 "error": f"HTTP {record.http_status}: {str(record.response)[:160]}"}
     except ResultsError as exc:
         raise AgreementError(str(exc)) from None
-    return str(info.run.engine.get("version")), answers, dict(info.run.engine.get("skipped_families") or {})
+    return str(info.run.engine.version), answers, dict(info.run.engine.skipped_families)
 
 
 def compare_engine(engine: str, fixtures: list[Fixture], results_dir: Path) -> EngineAgreement:

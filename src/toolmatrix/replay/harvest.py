@@ -166,7 +166,7 @@ def harvest_record(record: Record, info: RunInfo, text: str, message: Message,
                    token_ids: list[int] | None = None) -> Fixture:
     """One fixture from a harvestable record whose parser read ``text`` (generated as ``token_ids``, where the
     answer said) and answered ``message``."""
-    run, family = info.run, info.run.model["family"]
+    run, family = info.run, info.run.model.family
     tools = list(record.request.get("tools") or [])
     words = ModelWords.read(text, get_family(family), tools)
     parsed = words.parsed
@@ -179,7 +179,7 @@ def harvest_record(record: Record, info: RunInfo, text: str, message: Message,
         tags.append(LIVE_DISAGREES)
     if parsed.errors or any(c.arguments is None for c in parsed.calls):
         tags.append(REFERENCE_ERRORS)
-    live_info = {"engine": run.engine_id, "version": run.engine.get("version"), "verdict": record.verdict.value,
+    live_info = {"engine": run.engine_id, "version": run.engine.version, "verdict": record.verdict.value,
                  **live}
     return Fixture(id=fixture_id(info, record.case_id), family=family, model=run.model_id, text=text,
                    tools=tuple(tools), expected=expected, tags=tuple(tags),
@@ -189,14 +189,14 @@ def harvest_record(record: Record, info: RunInfo, text: str, message: Message,
 
 
 def _harvest_run(info: RunInfo, excluded: Counter, stop_tokens: Counter) -> Iterator[Fixture]:
-    if info.run.engine.get("tier") == "replay":  # not read: none of its records is live
+    if info.run.engine.replay:  # not read: none of its records is live
         excluded[REPLAY] += sum(info.run.counts.values())
         return
     for line in scan_records(info):
         record = line.record
         live = Exchange(record.mode, record.request, record.http_status, record.response, api=record.api).message()
         reason = _exclusion(record, info, live)
-        text, stop = (None, None) if reason else _raw_text(record, info.run.model["family"])
+        text, stop = (None, None) if reason else _raw_text(record, info.run.model.family)
         if reason is None and text is None:
             reason = NO_STOP_MARKER
         if reason is not None:

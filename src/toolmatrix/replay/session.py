@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from toolmatrix.formats import get_family
 from toolmatrix.registry import EngineSpec, ModelSpec, load_engines, load_models
-from toolmatrix.records import Posted, Record, RecordWriter, ReplayInfo, Run
+from toolmatrix.records import REPLAY, Posted, Record, RecordWriter, ReplayInfo, Run, RunEngine, RunModel
 from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder
@@ -197,8 +197,8 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
                 judge_oldest()
         while sent:
             judge_oldest()
-    engine = {"id": adapter.engine, "version": hello.get("version"), "versions": adapter.versions().split()}
-    writer.close(_replay_run(run_id, engine, skipped, started, writer, portable, replayed))
+    engine = _replay_engine(adapter.engine, hello.get("version"), adapter.versions().split(), skipped)
+    writer.close(_replay_run(run_id, engine, started, writer, portable, replayed))
     return {**writer.counts, "skipped_families": len(skipped)}
 
 
@@ -214,18 +214,21 @@ def record_cannot_replay(spec: EngineSpec, families: Iterable[str], directory: P
     portable = Portable.here(directory)
     writer = RecordWriter(directory, portable.text)
     skipped = {family: reason for family in sorted(set(families))}
-    engine = {"id": spec.id, "version": version, "versions": []}
-    writer.close(_replay_run(f"replay-{spec.id}-{started:%Y%m%dT%H%M%S}", engine, skipped, started.isoformat(),
-                             writer, portable, []))
+    writer.close(_replay_run(f"replay-{spec.id}-{started:%Y%m%dT%H%M%S}", _replay_engine(spec.id, version, [], skipped),
+                             started.isoformat(), writer, portable, []))
     return {**writer.counts, "skipped_families": len(skipped)}
 
 
-def _replay_run(run_id: str, engine: dict, skipped: dict[str, str], started: str, writer: RecordWriter,
-                portable: Portable, replayed: list[str]) -> Run:
-    """run.json of a replay: ``engine`` gives id, version and versions; the rest is the same for every engine."""
-    return Run(run_id, f"parser-replay@{engine['id']}",
-               {**engine, "tier": "replay", "launcher": "replay", "flags": [], "skipped_families": skipped},
-               {"id": "parser-replay", "family": "*", "served_name": "parser-replay"},
+def _replay_engine(engine: str, version: str | None, versions: list[str], skipped: dict[str, str]) -> RunEngine:
+    """run.json's engine of a replay: the release whose parsers read the fixtures (``versions``: its environment),
+    and the families it did not replay, with why."""
+    return RunEngine(engine, version, "replay", [], tier=REPLAY, versions=versions, skipped_families=skipped)
+
+
+def _replay_run(run_id: str, engine: RunEngine, started: str, writer: RecordWriter, portable: Portable,
+                replayed: list[str]) -> Run:
+    """run.json of a replay: the rest beside ``engine`` is the same for every engine."""
+    return Run(run_id, f"parser-replay@{engine.id}", engine, RunModel("parser-replay", "*", "parser-replay"),
                {"machine": "cpu", "note": "no model ran: parser replay"},
                started, datetime.now(timezone.utc).isoformat(), toolmatrix_version(), dict(writer.counts),
                command=[program_name(sys.argv[0]), *portable.data(sys.argv[1:])], cases=replayed)

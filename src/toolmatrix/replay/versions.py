@@ -98,7 +98,7 @@ def read_column(directory: Path) -> Column:
     """One sweep run; ResultsError naming the directory where it is not a finished replay run."""
     run = read_run_info(directory).run
     engine, _, at = directory.name.partition("@")
-    version = str(run.engine.get("version") or at)
+    version = str(run.engine.version or at)
     verdicts, families = {}, {}
     with (directory / RECORDS).open(encoding="utf-8") as handle:  # five fields of each: JSON, not typed records
         for number, line in enumerate(handle, 1):
@@ -107,8 +107,7 @@ def read_column(directory: Path) -> Column:
                 raise ResultsError(f"{directory / RECORDS}:{number}: not a replay record")
             key = (record["case_id"], record["mode"])
             verdicts[key], families[key] = record["verdict"], record["replay"]["family"]
-    return Column(str(run.engine.get("id") or engine), version, verdicts, families,
-                  dict(run.engine.get("skipped_families") or {}))
+    return Column(run.engine.id, version, verdicts, families, dict(run.engine.skipped_families))
 
 
 def is_sweep(directory: Path) -> bool:
@@ -120,8 +119,8 @@ def is_sweep(directory: Path) -> bool:
             engine = read_run_info(run_dir).run.engine
         except ResultsError:
             continue  # read_sweep names it
-        if engine.get("tier") == "replay":
-            versions.setdefault(str(engine.get("id")), set()).add(str(engine.get("version")))
+        if engine.replay:
+            versions.setdefault(engine.id, set()).add(str(engine.version))
     return any(len(found) > 1 for found in versions.values())
 
 
