@@ -22,7 +22,7 @@ from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import CHAT, surface
 from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
-                                Word)
+                                Word, transcript)
 
 
 Asking = tuple[str, int | None]  # (case id, sample): one generation, which both modes of it share
@@ -74,17 +74,6 @@ def followup_request(first: dict, answer_calls: list[dict], results: Mapping[str
     return {**first, "messages": [*first["messages"], assistant, *tool_messages]}
 
 
-def _exchange_fields(ex: Exchange) -> dict[str, Any]:
-    """The transcript of an exchange, as ``Record`` and ``Followup`` keep it (a stream cut short keeps its chunks)."""
-    fields: dict[str, Any] = {"request": ex.request, "http_status": ex.http_status, "latency_s": round(ex.latency_s, 4),
-                              "error": ex.error, "raw_text": ex.raw_text, "cut": ex.cut}
-    if ex.chunks:
-        fields["chunks"] = list(ex.chunks)
-    else:
-        fields["response"] = ex.response
-    return fields
-
-
 def lost_record(case: Case, mode: Mode, body: dict, run_id: str, reason: str, *, check: str = "worker",
                 kind: str = "WORKER_LOST", api: str = CHAT, sample: int | None = None) -> Record:
     """The record of a case whose answer never came back, because the process (or machine) running it died."""
@@ -96,7 +85,7 @@ def _failed_record(case: Case, mode: Mode, body: dict, run_id: str, check: Check
                    exchange: Exchange | None = None, api: str = CHAT, sample: int | None = None) -> Record:
     """An ``error`` record that one check decides, with the exchange where there was one (else the chat ``body``
     as the surface would have sent it)."""
-    fields = _exchange_fields(exchange) if exchange is not None else {"request": surface(api).request(body)}
+    fields = transcript(exchange) if exchange is not None else {"request": surface(api).request(body)}
     return Record(run_id, case.id, case.category, mode, Verdict.ERROR, check.blame, f"{check.name}: {check.detail}",
                   (check,), description=case.description or None, api=api, sample=sample, fuzz_seed=case.fuzz_seed,
                   **fields)
@@ -213,7 +202,7 @@ class Runner:
             tuple(checks), description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
             evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, sample=sample,
-            fuzz_seed=case.fuzz_seed, **_exchange_fields(exchange))
+            fuzz_seed=case.fuzz_seed, **transcript(exchange))
 
     def _wants_evidence(self, verdict: Verdict) -> bool:
         # An error has no answer to weigh: there is nothing for the model's words to be compared with.
@@ -234,4 +223,4 @@ class Runner:
         body = followup_request(first_body, raw_calls, case.followup.tool_results)
         exchange = self.client.send(body, mode)
         checks = run_checks(CheckInput(case, exchange, self.family, case.followup.expect), "followup.")
-        return Followup(checks=tuple(checks), **_exchange_fields(exchange))
+        return Followup(checks=tuple(checks), **transcript(exchange))

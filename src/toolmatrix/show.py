@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.evidence import client_request
-from toolmatrix.records import (Record, ResultsError, Run, read_run_info, repro_command, repro_prefix, run_dirs,
-                                scan_records)
+from toolmatrix.records import (LIVE, Record, ResultsError, Run, kept_exchange, read_run_info, repro_command,
+                                repro_prefix, run_dirs, scan_records)
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import MESSAGES, surface
 
@@ -82,11 +82,9 @@ def _answer(exchange: Any) -> str:
     return _capped(exchange.raw_text or "(empty)")
 
 
-def _said(api: str, answer: Any) -> list[str]:
+def _said(answer: Exchange) -> list[str]:
     """What the answer said, read as the surface's client reads it: finish reason, content, reasoning, calls."""
-    stream = answer.chunks is not None
-    message = None if answer.error else Exchange("stream" if stream else "nonstream", {}, answer.http_status,
-                                                 answer.response, tuple(answer.chunks or ()), api=api).message()
+    message = answer.message()
     if message is None:  # an error or a body with no message: the body itself, short
         body = answer.raw_text if answer.response is None else json.dumps(answer.response, ensure_ascii=False)
         return [f"  (no message: {_capped(answer.error or body or 'empty', BRIEF_CAP)})"]
@@ -124,7 +122,7 @@ def render(run: Run, record: Record, full: bool = False) -> str:
     if full:
         out += ["", "request (as sent):", json.dumps(record.request, indent=2, ensure_ascii=False), "",
                 f"answer (HTTP {record.http_status}):", _answer(record)]
-    out += ["", "the answer said:", *_said(record.api, record)]
+    out += ["", "the answer said:", *_said(record.exchange())]
     evidence = record.evidence
     if evidence is not None:
         out += ["", f"the model's own raw text (evidence {evidence.label}"
@@ -137,8 +135,8 @@ def render(run: Run, record: Record, full: bool = False) -> str:
         if full:
             out += [json.dumps(follow.request, indent=2, ensure_ascii=False),
                     f"answer (HTTP {follow.http_status}):", _answer(follow)]
-        out += ["its answer said:", *_said(record.api, follow)]
-    if record.tier == "live":  # a replayed fixture was never sent to a server: it is fed to the parser again
+        out += ["its answer said:", *_said(kept_exchange(follow, record.api))]
+    if record.tier == LIVE:  # a replayed fixture was never sent to a server: it is fed to the parser again
         out += ["", "send it again, as a client would:", curl_command(run, record.request)]
     out += ["", "run the case again:", repro_command(repro_prefix(run), record.case_id, record.mode)]
     if not full:

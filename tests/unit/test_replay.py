@@ -17,7 +17,10 @@ from toolmatrix.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
-from toolmatrix.records import read_records
+from toolmatrix.records import ReplayInfo, read_records
+from toolmatrix.replay.judge import judge_replay
+from toolmatrix.wire.answer import Cut
+from toolmatrix.wire.exchange import Exchange
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "qwen3", "tools": [{"type": "function", "function": {"name": "f"}}],
         "text": '<tool_call>\n{"name": "f", "arguments": {"x": "Zürich"}}\n</tool_call>',
@@ -73,6 +76,17 @@ def test_a_schema_matcher_with_a_const_or_null_type_has_that_value_as_its_witnes
     assert case_calls(cases["types.null_value"]) == [("update_profile", {"user_id": "u-314", "nickname": None})]
     assert case_calls(cases["nested.any_of_object_parameter"]) is None
     assert case_calls(cases["no_params.only_optional_params_unused"]) == [("get_local_time", {})]  # absent: left out
+
+
+def test_a_replay_record_keeps_the_parser_exchange_as_a_live_record_does() -> None:
+    fixture = Fixture.from_dict(GOOD)
+    crashed = Exchange("nonstream", {"model": "m"}, 500, None, error="worker died", latency_s=0.125,
+                       raw_text="Traceback", cut=Cut(10, 20, False))
+    info = ReplayInfo("sglang", "0.5.9", "qwen25", "none", family="hermes")
+    record = judge_replay(fixture, get_family("hermes"), crashed, None, info, "run-1", "nonstream")
+    assert (record.latency_s, record.error, record.raw_text, record.cut) == (0.125, "worker died", "Traceback",
+                                                                            Cut(10, 20, False))
+    assert record.exchange() == crashed
 
 
 @pytest.mark.parametrize("family", ["hermes", "glm45", "harmony", "deepseek_v31", "kimi_k2"])

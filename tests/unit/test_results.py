@@ -11,7 +11,10 @@ from tests.helpers_results import record, write_results
 from toolmatrix.gate import EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
 from toolmatrix.records import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, RunEngine,
-                                RunModel, Verdict, check_results, read_records, read_run_info)
+                                RunModel, Verdict, check_results, read_records, read_run_info, transcript)
+from toolmatrix.wire.answer import Cut
+from toolmatrix.wire.exchange import Exchange
+from toolmatrix.wire.surfaces import MESSAGES, RESPONSES
 
 SNAPSHOT = Path(__file__).parents[2] / "results" / "cpu-gemma3-270m"
 PAIRS = sorted(SNAPSHOT.glob("gemma3-270m@*"))
@@ -23,6 +26,19 @@ def test_a_record_round_trips_through_json():
     assert typed.verdict is Verdict.FAIL and typed.blame is Blame.ENGINE
     assert typed.checks[1].outcome is CheckOutcome.FAIL and typed.chunks and typed.response is None
     assert json.loads(typed.encode()) == data  # nothing added, nothing lost: fields left at None are not written
+
+
+@pytest.mark.parametrize("exchange", [
+    Exchange("nonstream", {"model": "m"}, 502, None, error="HTTP 502", latency_s=0.25, raw_text="<html>bad gateway",
+             cut=Cut(4096, 9000, True)),
+    Exchange("stream", {"model": "m", "stream": True}, 200, chunks=({"choices": []}, "not json"), latency_s=1.5,
+             api=RESPONSES),
+    Exchange("nonstream", {"model": "m"}, 200, {"content": [{"type": "text", "text": "hi"}]}, api=MESSAGES),
+], ids=["error-body-cut", "responses-stream", "messages"])
+def test_a_record_keeps_the_whole_exchange_and_reads_it_back(exchange):
+    record = Record("run-1", "single.a", "single", exchange.mode, Verdict.ERROR, Blame.INFRA, "x", (),
+                    api=exchange.api, **transcript(exchange))
+    assert Record.from_dict(json.loads(record.encode())).exchange() == exchange
 
 
 def test_version_1_records_are_migrated_on_reading():

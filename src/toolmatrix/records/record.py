@@ -4,13 +4,18 @@ blame, checks, evidence and the exchange kept raw; and ``Outcome``, what a reade
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import attrs
 
 from toolmatrix.exitcodes import describe_exit
 from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, encode_json_line, migrate
 from toolmatrix.wire.answer import Cut
+
+if TYPE_CHECKING:
+    from toolmatrix.wire.exchange import Exchange
+
+LIVE, REPLAY = "live", "replay"  # the tiers: a model served by an engine; an engine's parser fed given text
 
 class Word(str, enum.Enum):
     """An enum whose members are the words written in JSON and shown to people (``str()`` and f-strings too)."""
@@ -124,6 +129,30 @@ def evidence_label(status: str, source: str | None) -> str:
     return f"{status} ({source.replace('_', ' ')})" if source else status
 
 
+def transcript(exchange: Exchange) -> dict[str, Any]:
+    """The fields of ``exchange`` as ``Record`` and ``Followup`` keep them: the request as sent, the body or every
+    stream chunk (a stream cut short keeps its chunks), how long it took and what went wrong. The live runner and
+    the parser replay both fill their records through it."""
+    kept: dict[str, Any] = {"request": exchange.request, "http_status": exchange.http_status,
+                            "latency_s": round(exchange.latency_s, 4), "error": exchange.error,
+                            "raw_text": exchange.raw_text, "cut": exchange.cut}
+    if exchange.chunks:
+        kept["chunks"] = list(exchange.chunks)
+    else:
+        kept["response"] = exchange.response
+    return kept
+
+
+def kept_exchange(kept: Record | Followup, api: str) -> Exchange:
+    """What ``transcript`` kept, read back as the exchange over ``api`` that every check reads: streamed where
+    chunks were kept (a replay's mode also names its chunking)."""
+    from toolmatrix.wire.exchange import Exchange  # here: reading records needs no API reader (nor openai's client)
+
+    return Exchange("nonstream" if kept.chunks is None else "stream", kept.request, http_status=kept.http_status,
+                    response=kept.response, chunks=tuple(kept.chunks or ()), error=kept.error,
+                    latency_s=kept.latency_s, raw_text=kept.raw_text, cut=kept.cut, api=api)
+
+
 @compact
 @attrs.frozen
 class Followup:
@@ -192,7 +221,11 @@ class Record:
 
     @property
     def tier(self) -> str:
-        return "replay" if self.replay is not None else "live"
+        return REPLAY if self.replay is not None else LIVE
+
+    def exchange(self) -> Exchange:
+        """The first turn as the exchange the checks read (see ``transcript``)."""
+        return kept_exchange(self, self.api)
 
     @property
     def outcome(self) -> Outcome:

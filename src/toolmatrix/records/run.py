@@ -8,9 +8,7 @@ import attrs
 from typing import Any
 
 from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, keeps_unknown
-from toolmatrix.records.record import EngineDeath, Word
-
-LIVE, REPLAY = "live", "replay"  # the tiers: a model served by an engine; an engine's parser fed given text
+from toolmatrix.records.record import LIVE, REPLAY, EngineDeath, Word
 
 
 class ExitStatus(Word):

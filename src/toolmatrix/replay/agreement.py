@@ -16,7 +16,6 @@ from typing import Iterable
 import attrs
 
 from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info, scan_records
-from toolmatrix.wire.exchange import Exchange
 
 from .answers import answer_of, differences
 from .fixtures import Fixture
@@ -77,7 +76,7 @@ def _replayed(directory: Path, fixtures: dict[str, Fixture]) -> tuple[str, dict[
                 raise AgreementError(f"{directory / RECORDS}:{line.number}: fixture {data['case_id']!r} is not in the "
                                      "fixture file: a replay of other fixtures")
             record = line.record
-            message = Exchange("nonstream", record.request, record.http_status, record.response).message()
+            message = record.exchange().message()
             answers[record.case_id] = answer_of(message) if message is not None else {
                 "error": f"HTTP {record.http_status}: {str(record.response)[:160]}"}
     except ResultsError as exc:

@@ -40,7 +40,6 @@ from toolmatrix.registry import load_models
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
 from toolmatrix.wire.answer import Message
-from toolmatrix.wire.exchange import Exchange
 
 from .answers import answer_of, differences
 from .feeder import OWN_WEIGHTS
@@ -194,7 +193,7 @@ def _harvest_run(info: RunInfo, excluded: Counter, stop_tokens: Counter) -> Iter
         return
     for line in scan_records(info):
         record = line.record
-        live = Exchange(record.mode, record.request, record.http_status, record.response, api=record.api).message()
+        live = record.exchange().message()
         reason = _exclusion(record, info, live)
         text, stop = (None, None) if reason else _raw_text(record, info.run.model.family)
         if reason is None and text is None:

@@ -15,7 +15,8 @@ import json
 from toolmatrix.cases import CallExpectation, Case, Expectation
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import Family
-from toolmatrix.records import Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict
+from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict,
+                                transcript)
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange
 
@@ -82,9 +83,7 @@ def judge_replay(fixture: Fixture, family: Family, exchange: Exchange, reference
     if reference is not None:
         checks.append(_stream_check(inputs.message, reference.message()))
     decision = judge(checks, {}, case.features)
-    fields = {"response": exchange.response} if exchange.mode == "nonstream" or not exchange.chunks else \
-        {"chunks": list(exchange.chunks)}
     return Record(run_id, fixture.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
-                  tuple(checks), request=exchange.request, http_status=exchange.http_status,
-                  description=fixture.source or None, expect=fixture.to_dict()["expected"],
-                  blamed_by=BlameSource.WIRE if decision.verdict is not Verdict.PASS else None, replay=info, **fields)
+                  tuple(checks), description=fixture.source or None, expect=fixture.to_dict()["expected"],
+                  blamed_by=BlameSource.WIRE if decision.verdict is not Verdict.PASS else None, replay=info,
+                  **transcript(exchange))
