@@ -11,7 +11,7 @@ import pytest
 from toolmatrix.cli import main
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import record_cannot_replay
-from toolmatrix.replay.versions import FIX, REGRESSION, read_sweep, table
+from toolmatrix.replay.versions import FIX, REGRESSION, layout, read_sweep, read_versions, table
 from toolmatrix.records import ResultsError
 
 
@@ -26,7 +26,8 @@ def _release(root: Path, version: str, verdicts: dict[tuple[str, str], str], ski
     run = json.loads((directory / "run.json").read_text())
     run["engine"]["skipped_families"] = skipped
     (directory / "run.json").write_text(json.dumps(run))
-    lines = [{"case_id": case, "mode": mode, "verdict": verdict, "replay": {"family": case.split(".")[0]}}
+    lines = [{"case_id": case, "mode": mode, "verdict": verdict, "replay": {"family": case.split(".")[0]},
+              "reason": "" if verdict == "pass" else f"{case} {verdict}s at {version}"}
              for (case, mode), verdict in verdicts.items()]
     (directory / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
@@ -55,14 +56,15 @@ def test_releases_are_in_version_order_with_each_familys_pass_share(sweep_dir: P
 
 def test_flips_between_adjacent_replayed_releases_are_fixes_and_regressions(sweep_dir: Path) -> None:
     flips = read_sweep(sweep_dir).flips("sglang")
-    assert [(f.kind, f.before, f.after, f.case_id, f.mode) for f in flips] == [
-        (FIX, "0.5.9", "0.5.10", "hermes.a", "stream"),
-        (REGRESSION, "0.5.10", "0.5.12", "glm45.a", "nonstream"),  # 0.5.11 could not replay: stepped over
+    assert [(f.kind, f.before, f.after, f.case_id, f.mode, f.why_was, f.why_now) for f in flips] == [
+        (FIX, "0.5.9", "0.5.10", "hermes.a", "stream", "hermes.a fails at 0.5.9", ""),
+        # 0.5.11 could not replay: stepped over
+        (REGRESSION, "0.5.10", "0.5.12", "glm45.a", "nonstream", "", "glm45.a errors at 0.5.12"),
     ]
 
 
 def test_the_table_marks_changed_cells_and_names_flipped_records_and_why_a_release_is_missing(sweep_dir: Path) -> None:
-    text = table(read_sweep(sweep_dir))
+    text = table(layout(read_sweep(sweep_dir), str(sweep_dir)))
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()[2:5]}
     assert rows == {"gemma4": ["n/a", "n/a", "n/a", "n/a", "1/1"], "glm45": ["1/1", "1/1", "n/a", "0/1", "v", "0/1"],
                     "hermes": ["1/2", "2/2", "^", "n/a", "2/2", "2/2"]}
@@ -78,3 +80,34 @@ def test_a_folder_without_sweep_runs_is_named(tmp_path: Path, capsys: pytest.Cap
         read_sweep(tmp_path)
     assert main(["replay-versions", str(tmp_path)]) == 2  # an input error, not an empty table
     assert "no ENGINE@VERSION run in it" in capsys.readouterr().err
+
+
+def test_a_summary_file_holds_the_table_and_each_flipped_records_reasons(sweep_dir: Path, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture) -> None:
+    """A full sweep is gigabytes of records; its summary is what a snapshot keeps: the same table read back,
+    the fixture file it replayed named by hash, and every flipped record with why it failed on each side."""
+    fixtures = tmp_path / "fx.jsonl"
+    fixtures.write_text("{}\n")
+    summary = tmp_path / "out" / "versions.json"
+    assert main(["replay-versions", str(sweep_dir), "--write", str(summary), "--fixtures", str(fixtures)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(summary.read_text())
+    assert (data["kind"], data["schema_version"], data["fixtures"]["path"]) == ("toolmatrix-versions", 1,
+                                                                                 str(fixtures))
+    assert len(data["fixtures"]["sha256"]) == 64
+    [entry] = read_versions(summary)
+    assert entry["source"] == str(summary)
+    assert [r for f in entry["flips"] for r in f["records"]] == [
+        ["hermes.a", "stream", "fail", "pass", "hermes.a fails at 0.5.9", ""],
+        ["glm45.a", "nonstream", "pass", "error", "", "glm45.a errors at 0.5.12"]]
+    assert main(["replay-versions", str(summary)]) == 0 and capsys.readouterr().out == printed
+
+
+def test_a_file_that_is_not_a_summary_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for name, text, says in [("a.json", "[1]", "not a replay-versions summary"),
+                             ("b.json", '{"kind": "toolmatrix-versions", "schema_version": 9}', "schema_version 9"),
+                             ("c.json", "{", "not a sweep directory or summary")]:
+        (tmp_path / name).write_text(text)
+        assert main(["replay-versions", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert str(tmp_path / name) in err and says in err

@@ -5,7 +5,7 @@ other machines or slices of the cases are the cell: the newest run of each host 
 run not in the cell is its history; older runs are not read at all. Only ``run.json`` files are read before
 choosing, so a build costs one pass over the records that are shown. Unusable directories are reported by name
 with the reason and skipped. A folder given that holds one engine's replay runs at several releases (a sweep,
-``DIR/ENGINE@VERSION``) also gives the page its version axis (``matrix.versions``).
+``DIR/ENGINE@VERSION``), or a sweep's summary file, gives the page its version axis (``matrix.versions``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ import attrs
 
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
-from toolmatrix.matrix.versions import version_layout
-from toolmatrix.replay.versions import is_sweep, read_sweep
+from toolmatrix.replay.versions import is_sweep, read_versions
 from toolmatrix.records import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
 from toolmatrix.runinfo import Portable, toolmatrix_version
 
@@ -38,6 +37,7 @@ from toolmatrix.runinfo import Portable, toolmatrix_version
 PAGE_DATA_BUDGET = 1_300_000
 CELL_SUMMARY_BYTES = 3_000
 MIN_CELL_TEXT = 2_000
+PAGE_FLIP_RECORDS = 25  # records shown per flip of the version axis
 CELLS_DIR = "cells"
 
 
@@ -212,14 +212,15 @@ def _page_bytes(chosen: _Chosen) -> int:
 
 
 def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolmatrix", jobs: int = 1,
-                 triage: Path | None = None) -> BuildReport:
+                 triage: Path | None = None, versions: Iterable[Path] = ()) -> BuildReport:
     """Merge ``result_dirs`` (or directories holding them) into ``out_dir``; never raises on bad inputs.
     ``triage``: the file that classifies the replay cells' failures (``TRIAGE.md``), linked from the page.
+    ``versions``: sweep summary files (``replay-versions --write``) for the version axis.
 
     ``jobs`` > 1 reads that many pairs at once in worker processes (for big matrices: about 10 s per 10^6
     records and core).
     """
-    given = [Path(p) for p in result_dirs]
+    given, summaries = [Path(p) for p in result_dirs], [Path(p) for p in versions]
     paths, skipped = discover(given)
     infos = []
     for path in paths:
@@ -228,10 +229,11 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
         except ResultsError as exc:
             skipped.append(Skipped(str(path), str(exc)))
     by_pair = _newest_first(infos)
-    if not by_pair:  # nothing to show: an empty page would pass for a result, and an older page stays as it was
+    axis = _versions([*(p for p in given if p.is_dir() and is_sweep(p)), *summaries], skipped)
+    if not by_pair and not axis:  # nothing to show: an empty page would pass for a result, an older page stays
         return BuildReport((), tuple(skipped), (), ())
     out_dir.mkdir(parents=True, exist_ok=True)
-    shown = page_paths([*given, *paths], out_dir)
+    shown = page_paths([*given, *paths, *summaries], out_dir)
     cells_dir = out_dir / CELLS_DIR
     matrix_json = _MatrixJson(out_dir / "matrix.json")
     page_cells, reports, superseded, details = [], [], [], set()
@@ -251,30 +253,36 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     for stale in cells_dir.glob("*.jsonl") if cells_dir.is_dir() else ():
         if f"{CELLS_DIR}/{stale.name}" not in details:
             stale.unlink()  # cells/ is ours: a file of a pair no longer shown would mislead
-    versions = _versions(given, skipped)  # before "skipped" is written: a sweep it cannot read is one
     data = {
         "title": title, "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "toolmatrix_version": toolmatrix_version(), "page_budget_bytes": PAGE_DATA_BUDGET,
         "skipped": shown.data([attrs.asdict(s) for s in skipped]), "superseded": shown.data(superseded),
         "triage": Path(os.path.relpath(triage, out_dir)).as_posix() if triage else None,
-        "versions": shown.data(versions),
+        "versions": shown.data(axis),
     }
     matrix_json.close(data)
     outputs = (out_dir / "matrix.json",
-               _write(out_dir / "index.html", render_html({**data, "cells": page_cells})),
+               _write(out_dir / "index.html", render_html({**data, "cells": page_cells,
+                                                           "versions": _page_versions(data["versions"])})),
                _write(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
     return BuildReport(tuple(reports), tuple(skipped), tuple(superseded), outputs)
 
 
-def _versions(given: list[Path], skipped: list[Skipped]) -> list[dict]:
-    """The version axis of each sweep folder among the inputs; one that cannot be read is added to ``skipped``."""
+def _page_versions(entries: list[dict]) -> list[dict]:
+    """The version axis as the page holds it: each flip's first ``PAGE_FLIP_RECORDS`` records (a release that
+    rewrites a parser flips thousands; matrix.json keeps them all)."""
+    return [{**entry, "flips": [{**flip, "records": flip["records"][:PAGE_FLIP_RECORDS]} for flip in entry["flips"]]}
+            for entry in entries]
+
+
+def _versions(sources: list[Path], skipped: list[Skipped]) -> list[dict]:
+    """The version axis of each sweep folder or summary file; one that cannot be read is added to ``skipped``."""
     out = []
-    for path in given:
-        if path.is_dir() and is_sweep(path):
-            try:
-                out += version_layout(read_sweep(path), str(path))
-            except ResultsError as exc:
-                skipped.append(Skipped(str(path), f"{path}: not a sweep of releases: {exc}"))
+    for path in sources:
+        try:
+            out += read_versions(path)
+        except ResultsError as exc:
+            skipped.append(Skipped(str(path), f"{path}: not a sweep of releases: {exc}"))
     return out
 
 

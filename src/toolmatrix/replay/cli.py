@@ -225,13 +225,16 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
 def _cmd_versions(args: argparse.Namespace) -> int:
     from toolmatrix.records import ResultsError
 
-    from .versions import read_sweep, table
+    from .versions import read_versions, table, write_summary
 
     try:
-        print(table(read_sweep(Path(args.results_dir))), end="")
-    except ResultsError as exc:
+        entries = read_versions(Path(args.results_dir))
+        if args.write:
+            write_summary(entries, args.write, args.fixtures or "")
+    except (ResultsError, OSError) as exc:
         print(f"replay-versions: {exc}", file=sys.stderr)
         return 2
+    print(table(entries), end="")
     return 0
 
 
@@ -431,7 +434,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="judge in this mode (repeatable; default: a bug fixture's own, else every mode)")
     bis.set_defaults(func=_cmd_bisect)
     ver = sub.add_parser("replay-versions", help="a sweep's families x releases, and the records that flipped")
-    ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION)")
+    ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION), or a summary "
+                     "file --write made")
+    ver.add_argument("--write", metavar="FILE", type=Path, help="also write the summary (each family's share per "
+                     "release, every flipped record and why): what a snapshot keeps, what matrix build --versions "
+                     "reads")
+    ver.add_argument("--fixtures", metavar="FILE", help="with --write: the fixture file the sweep replayed (its sha256 "
+                     "goes into the summary)")
     ver.set_defaults(func=_cmd_versions)
     repro = sub.add_parser("replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
                            "(Python calling its parser API, or a curl to its server), no toolmatrix")

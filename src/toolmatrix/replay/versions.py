@@ -1,20 +1,27 @@
 """The version axis of a replay sweep (``toolmatrix replay-versions``): per engine, families x releases, each cell the
 family's pass share on that release, and every record whose verdict flipped between two adjacent releases (a
 regression where a pass stopped passing, a fix where it started). Reads ``DIR/ENGINE@VERSION`` runs as
-``toolmatrix replay-sweep`` writes them; the page can show the same ``Sweep``."""
+``toolmatrix replay-sweep`` writes them; the page can show the same ``Sweep``.
+
+A sweep over the full fixture set is gigabytes of records; its summary (``replay-versions DIR --write FILE``: each
+family's share per release, every flipped record with its reason on both sides) is what a snapshot keeps and what
+``matrix build --versions FILE`` lays out."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import attrs
 from packaging.version import InvalidVersion, Version
 
+from toolmatrix.atomic import write_text
 from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info
 
 REGRESSION, FIX = "regression", "fix"
+SUMMARY_KIND, SUMMARY_SCHEMA = "toolmatrix-versions", 1
+REASON_CHARS = 300  # a flipped record's reason in the summary: its first words say what broke
 
 
 @attrs.frozen
@@ -26,6 +33,7 @@ class Column:
     verdicts: dict[tuple[str, str], str]  # (case_id, mode) -> verdict
     families: dict[tuple[str, str], str]  # (case_id, mode) -> family
     skipped: dict[str, str]  # family -> why the release replayed none of it
+    reasons: dict[tuple[str, str], str] = attrs.field(factory=dict)  # (case_id, mode) -> why it did not pass
 
     def share(self, family: str) -> tuple[int, int] | None:
         """(passing, replayed) records of the family; None where the release replayed none of it."""
@@ -45,6 +53,8 @@ class Flip:
     mode: str
     was: str
     now: str
+    why_was: str = ""  # the record's reason at ``before`` ("" where it passed)
+    why_now: str = ""
 
     @property
     def kind(self) -> str:
@@ -84,7 +94,8 @@ def _flips(older: Column, newer: Column) -> Iterator[Flip]:
     for key in sorted(older.verdicts.keys() & newer.verdicts.keys()):
         was, now = older.verdicts[key], newer.verdicts[key]
         if (was == "pass") != (now == "pass"):
-            yield Flip(newer.engine, newer.families[key], older.version, newer.version, *key, was, now)
+            yield Flip(newer.engine, newer.families[key], older.version, newer.version, *key, was, now,
+                       older.reasons.get(key, ""), newer.reasons.get(key, ""))
 
 
 def _version_key(column: Column) -> tuple[int, Version | str]:
@@ -99,15 +110,17 @@ def read_column(directory: Path) -> Column:
     run = read_run_info(directory).run
     engine, _, at = directory.name.partition("@")
     version = str(run.engine.version or at)
-    verdicts, families = {}, {}
-    with (directory / RECORDS).open(encoding="utf-8") as handle:  # five fields of each: JSON, not typed records
+    verdicts, families, reasons = {}, {}, {}
+    with (directory / RECORDS).open(encoding="utf-8") as handle:  # six fields of each: JSON, not typed records
         for number, line in enumerate(handle, 1):
             record = json.loads(line)
             if record.get("replay") is None:
                 raise ResultsError(f"{directory / RECORDS}:{number}: not a replay record")
             key = (record["case_id"], record["mode"])
             verdicts[key], families[key] = record["verdict"], record["replay"]["family"]
-    return Column(run.engine.id, version, verdicts, families, dict(run.engine.skipped_families))
+            if record.get("reason"):
+                reasons[key] = record["reason"][:REASON_CHARS]
+    return Column(run.engine.id, version, verdicts, families, dict(run.engine.skipped_families), reasons)
 
 
 def is_sweep(directory: Path) -> bool:
@@ -135,39 +148,96 @@ def read_sweep(directory: Path) -> Sweep:
     return Sweep({engine: sorted(found, key=_version_key) for engine, found in sorted(columns.items())})
 
 
+def layout(sweep: Sweep, source: str) -> list[dict[str, Any]]:
+    """Per engine of ``sweep`` (read from ``source``): ``{"engine", "source", "releases", "families", "cells",
+    "flips", "arrivals"}``, the form the page, matrix.md, the table and a summary file share. ``cells[family]``
+    holds per release ``{"pass", "total", "rate", "flips": [index]}`` or ``{"reason"}`` (not replayed there, and
+    why) or None (no fixture of it); ``flips[index]`` is ``{"before", "after", "kind", "family", "count",
+    "records": [[case_id, mode, was, now, why_was, why_now]]}`` (the page may hold fewer records than ``count``)."""
+    out = []
+    for engine, columns in sweep.columns.items():
+        flips = [{"before": before, "after": after, "kind": kind, "family": family, "count": len(found),
+                  "records": [[f.case_id, f.mode, f.was, f.now, f.why_was, f.why_now] for f in found]}
+                 for (before, after, kind, family), found in sweep.flip_groups(engine).items()]
+        cells: dict[str, list[dict[str, Any] | None]] = {}
+        for family in sweep.families(engine):
+            row: list[dict[str, Any] | None] = []
+            for column in columns:
+                share = column.share(family)
+                if share is None:
+                    row.append({"reason": column.skipped[family]} if family in column.skipped else None)
+                    continue
+                marked = [i for i, f in enumerate(flips) if f["family"] == family and f["after"] == column.version]
+                row.append({"pass": share[0], "total": share[1], "rate": round(share[0] / share[1], 4),
+                            "flips": marked})
+            cells[family] = row
+        out.append({"engine": engine, "source": source, "releases": [c.version for c in columns],
+                    "families": sweep.families(engine), "cells": cells, "flips": flips,
+                    "arrivals": [{"family": f, "version": v, "reason": why} for f, v, why in sweep.arrivals(engine)]})
+    return out
+
+
+def write_summary(entries: list[dict[str, Any]], path: Path, fixtures: str = "") -> None:
+    """The sweep's summary file (``replay-versions --write``): ``entries`` as ``layout`` gives them, and the fixture
+    file they replayed (its path as given and sha256), written whole or not at all."""
+    import hashlib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    named = {"path": fixtures, "sha256": hashlib.sha256(Path(fixtures).read_bytes()).hexdigest()} if fixtures else None
+    write_text(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA, "fixtures": named,
+                                 "engines": entries}, ensure_ascii=False, indent=1) + "\n")
+
+
+def read_versions(path: Path) -> list[dict[str, Any]]:
+    """A sweep directory (``DIR/ENGINE@VERSION`` runs) or a summary file, as ``layout`` entries; ResultsError
+    naming the path where it is neither."""
+    if path.is_dir():
+        return layout(read_sweep(path), str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: not a sweep directory or summary: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != SUMMARY_KIND:
+        raise ResultsError(f"{path}: not a replay-versions summary (no \"kind\": \"{SUMMARY_KIND}\")")
+    if data.get("schema_version") != SUMMARY_SCHEMA or not isinstance(data.get("engines"), list):
+        raise ResultsError(f"{path}: schema_version {data.get('schema_version')!r}: this toolmatrix reads "
+                           f"{SUMMARY_SCHEMA} (regenerate it with replay-versions --write)")
+    return [{**entry, "source": str(path)} for entry in data["engines"]]  # where the page's reader finds it
+
+
 def _last_line(text: str) -> str:
     """A reason's last line, where pip and a dying worker put the error itself."""
     return (text.strip().splitlines() or ["?"])[-1][:200]
 
 
-def _cell(column: Column, family: str, marks: dict[tuple[str, str], set[str]]) -> str:
-    share = column.share(family)
-    if share is None:
-        return "n/a" if family in column.skipped else ""
-    mark = "".join(sorted({REGRESSION: "v", FIX: "^"}[k] for k in marks.get((family, column.version), ())))
-    return f"{share[0]}/{share[1]}{' ' + mark if mark else ''}"
+def _cell(cell: dict[str, Any] | None, flips: list[dict[str, Any]]) -> str:
+    if cell is None:
+        return ""
+    if "reason" in cell:
+        return "n/a"
+    mark = "".join(sorted({"v" if flips[i]["kind"] == REGRESSION else "^" for i in cell["flips"]}))
+    return f"{cell['pass']}/{cell['total']}{' ' + mark if mark else ''}"
 
 
-def table(sweep: Sweep) -> str:
+def table(entries: list[dict[str, Any]]) -> str:
     """Per engine, families x releases (``passing/replayed``; ``^`` a fix from the release before, ``v`` a
     regression, ``n/a`` skipped), then each flip with its records, the families a release replays first, and the
     releases that could not replay."""
     from tabulate import tabulate
 
     parts = []
-    for engine, columns in sweep.columns.items():
-        grouped = sweep.flip_groups(engine)
-        marks: dict[tuple[str, str], set[str]] = {}
-        for _, after, kind, family in grouped:
-            marks.setdefault((family, after), set()).add(kind)
-        rows = [[family, *(_cell(c, family, marks) for c in columns)] for family in sweep.families(engine)]
-        parts.append(tabulate(rows, headers=[engine, *(c.version for c in columns)]))
-        parts += [f"{kind} {before} -> {after} {family}: "
-                  + ", ".join(f"{f.case_id} [{f.mode}] {f.was}->{f.now}" for f in found)
-                  for (before, after, kind, family), found in grouped.items()]
-        parts += [f"first replayed at {version}: {family} (before: {_last_line(why)})"
-                  for family, version, why in sweep.arrivals(engine)]
-        parts += [f"{c.version}: cannot replay here: {_last_line(next(iter(c.skipped.values())))}"
-                  for c in columns if not c.verdicts and c.skipped]
+    for entry in entries:
+        flips, cells = entry["flips"], entry["cells"]
+        rows = [[family, *(_cell(c, flips) for c in cells[family])] for family in entry["families"]]
+        parts.append(tabulate(rows, headers=[entry["engine"], *entry["releases"]]))
+        parts += [f"{f['kind']} {f['before']} -> {f['after']} {f['family']}: "
+                  + ", ".join(f"{case} [{mode}] {was}->{now}" for case, mode, was, now, *_ in f["records"])
+                  for f in flips]
+        parts += [f"first replayed at {a['version']}: {a['family']} (before: {_last_line(a['reason'])})"
+                  for a in entry["arrivals"]]
+        missing = [(v, [c for c in (cells[f][i] for f in entry["families"]) if c]) for i, v in
+                   enumerate(entry["releases"])]
+        parts += [f"{version}: cannot replay here: {_last_line(found[0]['reason'])}"
+                  for version, found in missing if found and all("reason" in c for c in found)]
         parts.append("")
     return "\n".join(parts)

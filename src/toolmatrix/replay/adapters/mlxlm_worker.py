@@ -182,7 +182,16 @@ def stream(req: dict, pieces: list) -> list:
 
 
 def refuses(req: dict) -> str | None:
-    """Why this family cannot replay (None: it can): the server reads everything from the model's tokenizer."""
+    """Why this family cannot replay (None: it can): the server reads everything from the model's tokenizer, and
+    the harness drives the generation API of 0.32 (its text state machine), which an older release laid over the
+    env lacks."""
+    import dataclasses
+
+    from importlib.metadata import version
+
+    if "text_sm" not in {f.name for f in dataclasses.fields(_server().GenerationContext)}:
+        return (f"MLX-LM {version('mlx-lm')}'s server predates the text state machine (GenerationContext.text_sm, "
+                "0.32.0) that the replay harness drives: its calls are parsed in another code path, not replayed here")
     if not req.get("tokenizer"):
         return ("no offline tokenizer for this family: MLX-LM infers its tool-call markers, thinking markers and "
                 "detokenizer from the model's own tokenizer (toolmatrix replay-install tokenizers fetches those "

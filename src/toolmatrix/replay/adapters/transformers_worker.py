@@ -43,6 +43,13 @@ def _processor():
     return _TextTokenizer()
 
 
+def _tools(function, req: dict) -> dict:
+    """The request's tools as ``function`` takes them: 5.23 gave the parsers ``tools=`` (for the schema's types);
+    an older release laid over the env has no such argument and its server parsed without them."""
+    import inspect
+    return {"tools": req["tools"] or None} if "tools" in inspect.signature(function).parameters else {}
+
+
 def _prompt(model_type: str) -> str:
     from transformers.cli.serving.utils import get_response_template
     anchor = get_response_template(_processor(), _model(model_type))["start_anchor"]
@@ -54,7 +61,7 @@ def parse(req: dict) -> dict:
     model_type = req["tool_parser"]
     content, reasoning, calls = parse_assistant_message(_processor(), _model(model_type), req["text"],
                                                         input_ids=_prompt(model_type), cleaned_content=req["text"],
-                                                        tools=req["tools"] or None)
+                                                        **_tools(parse_assistant_message, req))
     return {"content": content, "reasoning": reasoning,
             "tool_calls": [{"id": f"replay_tool_call_{i}", "name": c.name, "arguments": c.arguments}
                            for i, c in enumerate(calls or [])]}
@@ -64,7 +71,8 @@ def stream(req: dict, pieces: list) -> list:
     from transformers.cli.serving.utils import (ReasoningText, ToolCall, build_response_parser,
                                                 response_events_to_chunks)
     model_type = req["tool_parser"]
-    parser = build_response_parser(_processor(), _model(model_type), _prompt(model_type), tools=req["tools"] or None)
+    parser = build_response_parser(_processor(), _model(model_type), _prompt(model_type),
+                                   **_tools(build_response_parser, req))
     items = []
     for piece, _ids in pieces:
         items += response_events_to_chunks(parser.feed(piece))
