@@ -37,7 +37,7 @@ from toolmatrix.enginewatch import EngineWatch
 from toolmatrix.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
-from toolmatrix.pairs import run_on_cluster, run_pairs, wants_pairs
+from toolmatrix.scale.pairs import run_on_cluster, run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.records import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version

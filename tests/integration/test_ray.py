@@ -15,7 +15,7 @@ import pytest
 from tests.helpers_engine import pytest_cmd, stand_in
 from tests.helpers_ray import LocalCluster
 from toolmatrix.records import check_results, read_records, read_run_info
-from toolmatrix.shards import plan_shards
+from toolmatrix.scale.shards import plan_shards
 
 ray = pytest.importorskip("ray", reason="the ray extra: pip install 'toolmatrix[ray]'")
 pytestmark = pytest.mark.live
@@ -89,7 +89,7 @@ def test_a_worker_node_killed_mid_run_costs_one_retry_and_nothing_is_lost_or_dou
 
 def test_a_shard_lost_without_a_retry_is_recorded_as_infra_errors(cluster, fakes, tmp_path):
     """The library call with no retry: the lost shard's every case x mode is an ``error`` blamed on ``infra``."""
-    from toolmatrix.executors.ray import run_on_ray
+    from toolmatrix.scale.executors.ray import run_on_ray
 
     plan = plan_shards(["llama-cpp-python"], ["gemma3-270m"], pytest_args=("-n", "2", *SUBSET))
     lines: list[str] = []

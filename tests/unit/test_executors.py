@@ -17,12 +17,12 @@ import yaml
 from kubernetes.client import ApiClient
 
 from toolmatrix.cli import main
-from toolmatrix.executors import EmitError
-from toolmatrix.executors.github import CHECKOUT, SETUP_PYTHON, UPLOAD, artifact_name, workflow
-from toolmatrix.executors.kubernetes import FINISHED_IS_SUCCESS, job_name, manifests
+from toolmatrix.scale.executors import EmitError
+from toolmatrix.scale.executors.github import CHECKOUT, SETUP_PYTHON, UPLOAD, artifact_name, workflow
+from toolmatrix.scale.executors.kubernetes import FINISHED_IS_SUCCESS, job_name, manifests
 from toolmatrix.launchers.docker import container_config
 from toolmatrix.registry import load_registry
-from toolmatrix.shards import Plan, Shard, plan_shards, safe_name, with_options
+from toolmatrix.scale.shards import Plan, Shard, plan_shards, safe_name, with_options
 
 ENGINES, MODELS = load_registry()
 PAIRS = {"engines": ["llamacpp", "vllm"], "models": ["qwen2.5-coder-0.5b", "qwen3"]}

@@ -8,7 +8,7 @@ import pytest
 
 from toolmatrix.exitcodes import ENGINE_DIED, worst
 from toolmatrix.launchers import default_launcher
-from toolmatrix.pairs import Pair, child_args, plan_pairs
+from toolmatrix.scale.pairs import Pair, child_args, plan_pairs
 from toolmatrix.registry import load_engines
 
 
@@ -70,7 +70,7 @@ def test_worst_exit_code():
 
 
 def test_case_files_travel_to_a_shard_as_absolute_paths(tmp_path):
-    from toolmatrix.pairs import absolute_cases
+    from toolmatrix.scale.pairs import absolute_cases
 
     args = ["-k", "single", "--cases", "mine.yaml", "--cases=sub/other.yaml", "--cases", "/abs/x.yaml"]
     assert absolute_cases(args, tmp_path) == ["-k", "single", "--cases", str(tmp_path / "mine.yaml"),

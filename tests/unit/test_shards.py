@@ -11,10 +11,10 @@ from hypothesis import given, strategies as st
 
 from tests.helpers_results import record, write_results
 from toolmatrix.cases import CaseShard, load_cases
-from toolmatrix.executors.ray import _pack, file_results, task_options
+from toolmatrix.scale.executors.ray import _pack, file_results, task_options
 from toolmatrix.argtypes import case_shard
 from toolmatrix.registry import data_root
-from toolmatrix.shards import PlanError, new_batch, plan_shards
+from toolmatrix.scale.shards import PlanError, new_batch, plan_shards
 
 
 def test_one_shard_per_pair_slice_and_repeat_each_with_its_own_command_and_folder():

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 import yaml
 
-from toolmatrix.executors import header
-from toolmatrix.shards import Plan, Shard
+from toolmatrix.scale.executors import header
+from toolmatrix.scale.shards import Plan, Shard
 
 DEFAULT_RUNS_ON = ("ubuntu-latest",)
 DEFAULT_GPU_RUNS_ON = ("self-hosted", "gpu")

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import attrs
 
 from toolmatrix.records import RUN, ResultsError, read_run_info
-from toolmatrix.shards import Plan, Shard, safe_name
+from toolmatrix.scale.shards import Plan, Shard, safe_name
 
 LOG_TAIL = 4000  # bytes of a shard's output kept for the driver's summary
 

@@ -25,12 +25,12 @@ from typing import Any, Iterable
 
 import yaml
 
-from toolmatrix.executors import EmitError, header
+from toolmatrix.scale.executors import EmitError, header
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.launchers.docker import TEMPLATES_DIR, ContainerConfig, Mount, container_config
 from toolmatrix.placeholders import render
 from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
-from toolmatrix.shards import Plan, Shard, safe_name, with_options
+from toolmatrix.scale.shards import Plan, Shard, safe_name, with_options
 
 RESULTS_MOUNT = "/results"
 DEFAULT_RESULTS_CLAIM = "toolmatrix-results"

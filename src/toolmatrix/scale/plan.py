@@ -22,14 +22,14 @@ from tabulate import tabulate
 
 from toolmatrix.argtypes import positive_int
 from toolmatrix.atomic import write_text
-from toolmatrix.executors import EmitError
-from toolmatrix.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
-from toolmatrix.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
+from toolmatrix.scale.executors import EmitError
+from toolmatrix.scale.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
+from toolmatrix.scale.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
 from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.base import LaunchError
 from toolmatrix.placeholders import render, render_json
 from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
-from toolmatrix.shards import Plan, PlanError, new_batch, plan_shards
+from toolmatrix.scale.shards import Plan, PlanError, new_batch, plan_shards
 from toolmatrix.specs import SpecErrors
 
 USAGE_ERROR = 2
@@ -223,7 +223,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 def cmd_emit(args: argparse.Namespace) -> int:
     """Plan every pair of the lists and write it in the ``--emit`` format; nothing is written on an error."""
-    from toolmatrix.pairs import split_ids
+    from toolmatrix.scale.pairs import split_ids
 
     try:
         # Jobs applied from one file are one fan-out; a workflow run names its own batch (TOOLMATRIX_BATCH).

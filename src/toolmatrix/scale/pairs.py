@@ -30,7 +30,7 @@ from toolmatrix.launchers import default_launcher
 from toolmatrix.launchers.process import die_with_parent
 from toolmatrix.registry import load_registry, resolve_model
 from toolmatrix.records import RUN
-from toolmatrix.shards import safe_name
+from toolmatrix.scale.shards import safe_name
 from toolmatrix.specs import SpecErrors
 
 LISTS = ("--engine", "--model")
@@ -195,8 +195,8 @@ def run_pairs(config: pytest.Config, launcher: str | None) -> int:
 
 def run_on_cluster(config: pytest.Config, launcher: str | None) -> int:
     """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
-    from toolmatrix.executors.ray import ClusterError, run_on_ray
-    from toolmatrix.shards import PlanError, new_batch, plan_shards
+    from toolmatrix.scale.executors.ray import ClusterError, run_on_ray
+    from toolmatrix.scale.shards import PlanError, new_batch, plan_shards
 
     opt = config.getoption
     if base_url(config):
