@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=_cmd_install)
     from toolmatrix import casetable
     casetable.register(sub)
-    from toolmatrix import bfcl, demo, gate, matrix, show
+    from toolmatrix import bfcl, demo, matrix
+    from toolmatrix.report import gate, show
     from toolmatrix.scale import plan
     bfcl.register(sub)
     demo.register(sub)

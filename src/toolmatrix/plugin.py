@@ -44,7 +44,7 @@ from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_vers
 from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
-from toolmatrix.summary import summary_table
+from toolmatrix.report.summary import summary_table
 from toolmatrix.specs import SpecErrors
 from toolmatrix.wire.exchange import MODES
 from toolmatrix.wire.surfaces import CHAT, SURFACES

@@ -30,7 +30,7 @@ def test_an_undeclared_import_fails_the_check(tmp_path):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "conftest.py"):
         shutil.copy(ROOT / name, tmp_path / name)
-    with (tmp_path / "src" / "toolmatrix" / "gate.py").open("a") as module:
+    with (tmp_path / "src" / "toolmatrix" / "report" / "gate.py").open("a") as module:
         module.write("\nimport requests_toolbelt  # not declared\n")
     proc = deptry(tmp_path)
     assert proc.returncode == 1, proc.stderr

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers_results import suite, write_replay_results, write_results
 from toolmatrix.cli import main
-from toolmatrix.gate import EXIT_FAILED, EXIT_INPUT, EXIT_PASS, run_gate
+from toolmatrix.report.gate import EXIT_FAILED, EXIT_INPUT, EXIT_PASS, run_gate
 
 BASELINE = {"single.a": "pass", "single.b": "pass", "parallel.c": "pass", "parallel.d": "fail"}
 

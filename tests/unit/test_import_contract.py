@@ -34,7 +34,8 @@ def test_the_tree_keeps_every_contract():
     ("wire/answer.py", "from toolmatrix import records", LAYERS, "toolmatrix.wire.answer -> toolmatrix.records"),
     ("wire/base.py", "from toolmatrix.wire import exchange", WIRE, "toolmatrix.wire.base -> toolmatrix.wire.exchange"),
     ("matrix/replay.py", "from toolmatrix.matrix import page", ACYCLIC, ".replay -> .page"),
-    ("summary.py", "from toolmatrix.testing import fake", STAND_INS, "toolmatrix.summary -> toolmatrix.testing.fake"),
+    ("report/summary.py", "from toolmatrix.testing import fake", STAND_INS,
+     "toolmatrix.report.summary -> toolmatrix.testing.fake"),
 ], ids=["upward", "wire-readers-up", "cycle", "stand-in"])
 def test_a_forbidden_import_breaks_its_contract(tmp_path, module, added, contract, named):
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))

@@ -12,9 +12,9 @@ import pytest
 import toolmatrix
 from tests.helpers_results import record, write_results
 from toolmatrix.cli import main
-from toolmatrix.gate import EXIT_FAILED, EXIT_PASS, run_gate
+from toolmatrix.report.gate import EXIT_FAILED, EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
-from toolmatrix.passk import sample_stats, wilson
+from toolmatrix.report.passk import sample_stats, wilson
 from toolmatrix.plugin import ItemKey, item_key
 from toolmatrix.records import Outcome, Verdict, check_results, fold, read_records
 from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix

@@ -1,7 +1,7 @@
 """The end-of-run table: both numbers per category, and what evidence moved."""
 
 from toolmatrix.records import Posted
-from toolmatrix.summary import summary_table
+from toolmatrix.report.summary import summary_table
 
 
 def test_the_table_shows_conformance_and_the_blames_evidence_moved():

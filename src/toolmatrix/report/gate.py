@@ -28,7 +28,7 @@ from typing import Iterable, Mapping
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from toolmatrix.passk import sample_stats
+from toolmatrix.report.passk import sample_stats
 from toolmatrix.records import (REPLAY, Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info,
                                 read_samples, repro_command, repro_prefix, run_dirs)
 from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
