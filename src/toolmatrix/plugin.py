@@ -31,9 +31,9 @@ import pytest
 from toolmatrix.argtypes import base_url, base_url_shared, case_shard, positive_int, positive_seconds, seed, temperature
 from toolmatrix.bfcl import BfclUnavailable, case_source
 from toolmatrix.cases import Case, CaseShard, case_files, load_cases
-from toolmatrix.client import MAX_ANSWER_BYTES, Target, make_client, make_http
-from toolmatrix.evidence import MissingDependency, Witness, read_template, require_renderer
-from toolmatrix.enginewatch import EngineWatch
+from toolmatrix.live.client import MAX_ANSWER_BYTES, Target, make_client, make_http
+from toolmatrix.live.evidence import MissingDependency, Witness, read_template, require_renderer
+from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
 from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
@@ -41,8 +41,8 @@ from toolmatrix.scale.pairs import run_on_cluster, run_pairs, wants_pairs
 from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.records import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version
-from toolmatrix.runner import EvidenceMode, Profile, Runner, build_request, lost_record
-from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
+from toolmatrix.live.runner import EvidenceMode, Profile, Runner, build_request, lost_record
+from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.report.summary import summary_table
 from toolmatrix.specs import SpecErrors

@@ -165,7 +165,7 @@ class ProcessSpec:
 
 @attrs.frozen
 class EvidenceSpec:
-    """How an engine tells what the model wrote (``evidence:``; the protocols are in toolmatrix.evidence)."""
+    """How an engine tells what the model wrote (``evidence:``; the protocols are in toolmatrix.live.evidence)."""
 
     render: str | None = None  # a render protocol: the chat body -> the prompt the engine built
     complete: str | None = None  # a completion protocol: that prompt -> the raw text

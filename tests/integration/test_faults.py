@@ -14,12 +14,12 @@ import pytest
 
 from toolmatrix.cases import load_cases
 from toolmatrix.checks import CHECKS
-from toolmatrix.client import Target, make_client, make_http
-from toolmatrix.evidence import Witness, read_template
+from toolmatrix.live.client import Target, make_client, make_http
+from toolmatrix.live.evidence import Witness, read_template
 from toolmatrix.registry import EvidenceSpec, load_engines
 from toolmatrix.formats import get_family
 from toolmatrix.records import CheckResult, Record
-from toolmatrix.runner import EvidenceMode, Runner
+from toolmatrix.live.runner import EvidenceMode, Runner
 from toolmatrix.testing.fake import FAULTS, FakeServer, Reply, model_wrote
 from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 

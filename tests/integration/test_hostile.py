@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import pytest_cmd
-from toolmatrix import runner as runner_module
+from toolmatrix.live import runner as runner_module
 from toolmatrix.cases import load_cases
-from toolmatrix.client import Target, make_client
+from toolmatrix.live.client import Target, make_client
 from toolmatrix.formats import get_family
 from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply, first_tool

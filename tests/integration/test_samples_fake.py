@@ -7,7 +7,7 @@ import json
 
 from tests.integration.test_plugin_fake import run_pytest
 from toolmatrix.records import check_results, read_records
-from toolmatrix.sampling import sample_seed
+from toolmatrix.live.sampling import sample_seed
 from toolmatrix.testing.fake import FakeServer, Reply
 
 

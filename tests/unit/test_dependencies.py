@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix import evidence
+from toolmatrix.live import evidence
 
 ROOT = Path(__file__).parents[2]
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from tests.helpers_results import record
-from toolmatrix.enginewatch import EngineWatch
+from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.exitcodes import describe_exit, meaning
 from toolmatrix.launchers import ExternalLauncher
 from toolmatrix.records import Posted

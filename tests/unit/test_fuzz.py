@@ -15,7 +15,7 @@ import pytest
 from toolmatrix.cases import load_case_text, load_cases
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import get_family
-from toolmatrix.runner import Profile, build_request
+from toolmatrix.live.runner import Profile, build_request
 from toolmatrix.specs import SpecErrors
 from toolmatrix.fuzz import case_file, draw_scenario, fuzz_cases, fuzz_entries
 from toolmatrix.wire.exchange import Exchange

@@ -19,7 +19,7 @@ from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
 from toolmatrix.replay.harvest import (LIVE_DISAGREES, NO_RAW_TEXT, NO_STOP_MARKER, REFERENCE_ERRORS, REGENERATED,
                                        REPLAY, STOP_TOKEN, STREAMED, THINKING, TOKEN_IDS, TOOL_CHOICE, HarvestError,
                                        harvest)
-from toolmatrix.evidence import SAME_GENERATION
+from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.replay.session import replay_engine
 from toolmatrix.records import RECORDS, RUN, read_run_info, scan_records
 

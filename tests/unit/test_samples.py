@@ -17,7 +17,7 @@ from toolmatrix.matrix import build_matrix
 from toolmatrix.report.passk import sample_stats, wilson
 from toolmatrix.plugin import ItemKey, item_key
 from toolmatrix.records import Outcome, Verdict, check_results, fold, read_records
-from toolmatrix.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
+from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
 
 
 @pytest.mark.parametrize(("successes", "n", "low", "high"), [

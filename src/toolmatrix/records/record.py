@@ -102,7 +102,7 @@ class TemplateFinding:
 @compact
 @attrs.frozen
 class Evidence:
-    """What the model itself wrote for the request, asked from the same engine (see toolmatrix.evidence)."""
+    """What the model itself wrote for the request, asked from the same engine (see toolmatrix.live.evidence)."""
 
     status: EvidenceStatus
     reason: str = ""  # why unavailable or not comparable

@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import attrs
 
 from toolmatrix.blame import ModelWords
-from toolmatrix.evidence import SAME_GENERATION
+from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records

@@ -321,7 +321,7 @@ class FakeServer:
 
     def _prompt(self, body: dict) -> str:
         """The prompt this engine builds: rendered with ``template`` (the tools left out under render_differs)."""
-        from toolmatrix.evidence import reference_render
+        from toolmatrix.live.evidence import reference_render
 
         faults = self.raw_responder(body).faults
         shown = {k: v for k, v in body.items() if k != "tools"} if "render_differs" in faults else body

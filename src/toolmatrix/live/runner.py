@@ -12,12 +12,12 @@ import attrs
 
 from toolmatrix.cases import Case
 from toolmatrix.checks import HARNESS, CheckInput, judge, run_checks
-from toolmatrix.client import Connection
+from toolmatrix.live.client import Connection
 from toolmatrix.formats import Family
 from toolmatrix.blame import reblame
-from toolmatrix.evidence import Witness
+from toolmatrix.live.evidence import Witness
 from toolmatrix.features import surface_features
-from toolmatrix.sampling import Sampling
+from toolmatrix.live.sampling import Sampling
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import CHAT, surface

@@ -29,7 +29,7 @@ import attrs
 from toolmatrix.blame import ModelWords
 from toolmatrix.cases import Case
 from toolmatrix import jsontext
-from toolmatrix.client import HTTPError, HttpClient
+from toolmatrix.live.client import HTTPError, HttpClient
 from toolmatrix.formats import Family
 from toolmatrix.registry import EvidenceSpec
 from toolmatrix.records import Evidence, EvidenceStatus, TemplateFinding
