@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.registry import data_root
 from toolmatrix.testing.hostile import MODES, HostileServer
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from toolmatrix.cases import CallExpectation, Expectation, load_cases
+from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.exchange import Exchange

@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from toolmatrix.cases import CaseShard
+from toolmatrix.library.cases import CaseShard
 
 
 def positive_seconds(text: str) -> float:

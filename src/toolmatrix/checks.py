@@ -18,7 +18,7 @@ import jsonschema
 import jsonschema_rs
 
 from toolmatrix import jsontext
-from toolmatrix.cases import Case, Expectation
+from toolmatrix.library.cases import Case, Expectation
 from toolmatrix.features import PRECONDITIONS
 from toolmatrix.formats import Family
 from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict

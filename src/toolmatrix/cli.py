@@ -12,7 +12,7 @@ from toolmatrix.specs import SpecErrors
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from toolmatrix.cases import load_cases
+    from toolmatrix.library.cases import load_cases
 
     try:
         cases = load_cases([Path(p) for p in args.paths])
@@ -76,9 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine", help="an engine spec with a process launcher, e.g. llamacpp, vllm, transformers")
     install.set_defaults(func=_cmd_install)
-    from toolmatrix import casetable
+    from toolmatrix.library import casetable
     casetable.register(sub)
-    from toolmatrix import bfcl, demo, matrix
+    from toolmatrix import demo, matrix
+    from toolmatrix.library import bfcl
     from toolmatrix.report import gate, show
     from toolmatrix.scale import plan
     bfcl.register(sub)
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.register(sub)
     plan.register(sub)
     show.register(sub)
-    from toolmatrix import fuzzkeep
+    from toolmatrix.library import fuzzkeep
     fuzzkeep.register(sub)
     from toolmatrix.replay import cli as replay_cli
     replay_cli.register(sub)

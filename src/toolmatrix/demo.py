@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from toolmatrix.argtypes import positive_int
-from toolmatrix.cases import CallExpectation, Case, Expectation, load_cases
+from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
 from toolmatrix.matrix import build_matrix
 from toolmatrix.registry import data_root
 from toolmatrix.replay.generate import case_calls

@@ -29,8 +29,8 @@ import attrs
 import pytest
 
 from toolmatrix.argtypes import base_url, base_url_shared, case_shard, positive_int, positive_seconds, seed, temperature
-from toolmatrix.bfcl import BfclUnavailable, case_source
-from toolmatrix.cases import Case, CaseShard, case_files, load_cases
+from toolmatrix.library.bfcl import BfclUnavailable, case_source
+from toolmatrix.library.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.live.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.live.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.live.enginewatch import EngineWatch
@@ -50,7 +50,7 @@ from toolmatrix.wire.exchange import MODES
 from toolmatrix.wire.surfaces import CHAT, SURFACES
 
 if TYPE_CHECKING:
-    from toolmatrix.fuzz import FuzzRun
+    from toolmatrix.library.fuzz import FuzzRun
 
 SUITE = Path(__file__).parent / "suite" / "test_toolcalling.py"
 RECORD_KEY = "toolmatrix_record"  # a Posted record, as a plain tuple
@@ -183,7 +183,7 @@ class RunState:
             self.cases: dict[str, Case] = {c.id: c for c in load_cases(paths, validate=is_controller(config))}
             self.fuzz = fuzz_run(config)
             if self.fuzz:
-                from toolmatrix.fuzz import fuzz_cases  # hypothesis is imported only by a fuzzed run
+                from toolmatrix.library.fuzz import fuzz_cases  # hypothesis is imported only by a fuzzed run
 
                 # A case kept by fuzz-keep and loaded from its file is this very case: the file's copy runs.
                 generated = fuzz_cases(self.fuzz.seed, self.fuzz.count, validate=is_controller(config))
@@ -373,7 +373,7 @@ def fuzz_run(config: pytest.Config) -> FuzzRun | None:
         if given is not None:
             raise pytest.UsageError("--fuzz-seed needs --fuzz N (how many cases to draw with it)")
         return None
-    from toolmatrix.fuzz import FuzzRun, fresh_seed
+    from toolmatrix.library.fuzz import FuzzRun, fresh_seed
 
     if not is_controller(config):
         return FuzzRun(config.workerinput["toolmatrix"]["fuzz_seed"], count)
@@ -546,7 +546,7 @@ class Controller:
 
     def keep_fuzz_failures(self, directory: Path) -> str:
         """The failing generated cases written out as a case file beside the records (fuzzkeep); what was done."""
-        from toolmatrix.fuzzkeep import FAILURES, keep_failures
+        from toolmatrix.library.fuzzkeep import FAILURES, keep_failures
 
         try:
             kept = keep_failures(directory, directory / FAILURES)

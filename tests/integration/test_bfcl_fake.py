@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.test_plugin_fake import run_pytest
 from tests.unit.test_bfcl import require_bfcl
-from toolmatrix import bfcl
+from toolmatrix.library import bfcl
 from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.demo import ENGINE_BUGS, MODEL_MISTAKE, unanswered
 from toolmatrix.registry import data_root
 from toolmatrix.records import read_records

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.checks import CHECKS
 from toolmatrix.live.client import Target, make_client, make_http
 from toolmatrix.live.evidence import Witness, read_template

@@ -16,9 +16,9 @@ from pathlib import Path
 import hypothesis
 import pytest
 
-from toolmatrix.cases import load_cases
-from toolmatrix.fuzz import draw_scenario
-from toolmatrix.fuzzkeep import FAILURES
+from toolmatrix.library.cases import load_cases
+from toolmatrix.library.fuzz import draw_scenario
+from toolmatrix.library.fuzzkeep import FAILURES
 from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 

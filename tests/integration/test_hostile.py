@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.live import runner as runner_module
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.live.client import Target, make_client
 from toolmatrix.formats import get_family
 from toolmatrix.records import check_results, read_records

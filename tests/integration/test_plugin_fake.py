@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.registry import data_root
 from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import FakeServer, first_tool

@@ -1,4 +1,4 @@
-"""BFCL's data, converted by toolmatrix.bfcl: the real bfcl-eval package's files, loaded and judged by the real
+"""BFCL's data, converted by toolmatrix.library.bfcl: the real bfcl-eval package's files, loaded and judged by the real
 case loader and checks.
 
 bfcl-eval is installed data-only (``pip install --no-deps``, .ci/run); without it these skip, unless
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix import bfcl
-from toolmatrix.cases import Case, load_cases
+from toolmatrix.library import bfcl
+from toolmatrix.library.cases import Case, load_cases
 from toolmatrix.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.exchange import Exchange

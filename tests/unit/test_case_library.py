@@ -7,8 +7,8 @@ import importlib.util
 import re
 from pathlib import Path
 
-from toolmatrix.casetable import table
-from toolmatrix.cases import load_cases
+from toolmatrix.library.casetable import table
+from toolmatrix.library.cases import load_cases
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family

@@ -12,12 +12,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from toolmatrix.cases import load_case_text, load_cases
+from toolmatrix.library.cases import load_case_text, load_cases
 from toolmatrix.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.live.runner import Profile, build_request
 from toolmatrix.specs import SpecErrors
-from toolmatrix.fuzz import case_file, draw_scenario, fuzz_cases, fuzz_entries
+from toolmatrix.library.fuzz import case_file, draw_scenario, fuzz_cases, fuzz_entries
 from toolmatrix.wire.exchange import Exchange
 
 HERMES = get_family("hermes")
@@ -50,7 +50,7 @@ def test_same_seed_same_cases_in_another_process():
     """xdist workers draw the cases again: another interpreter, another hash seed, other modules loaded (whose
     literals hypothesis's own provider would mix in), the very same case file."""
     here = case_file(fuzz_entries(3, PER_SEED), "x")
-    code = ("import sys; from toolmatrix.fuzz import case_file, fuzz_entries; "
+    code = ("import sys; from toolmatrix.library.fuzz import case_file, fuzz_entries; "
             "sys.stdout.write(case_file(fuzz_entries(3, 5), 'x'))")
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": "12345"}).stdout

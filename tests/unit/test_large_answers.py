@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolmatrix import checks
-from toolmatrix.cases import CallExpectation, Expectation, load_cases
+from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.answer import Call

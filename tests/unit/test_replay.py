@@ -13,7 +13,7 @@ from toolmatrix.registry import data_root
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
 from toolmatrix.registry import load_engines
 from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine

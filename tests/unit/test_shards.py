@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.helpers_results import record, write_results
-from toolmatrix.cases import CaseShard, load_cases
+from toolmatrix.library.cases import CaseShard, load_cases
 from toolmatrix.scale.executors.ray import _pack, file_results, task_options
 from toolmatrix.argtypes import case_shard
 from toolmatrix.registry import data_root

@@ -10,7 +10,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from toolmatrix.cases import load_cases
+from toolmatrix.library.cases import load_cases
 from toolmatrix.checks import CHECKS
 from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family

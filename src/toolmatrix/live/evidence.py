@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from toolmatrix.blame import ModelWords
-from toolmatrix.cases import Case
+from toolmatrix.library.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.live.client import HTTPError, HttpClient
 from toolmatrix.formats import Family

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from toolmatrix.cases import Case
+from toolmatrix.library.cases import Case
 from toolmatrix.checks import HARNESS, CheckInput, judge, run_checks
 from toolmatrix.live.client import Connection
 from toolmatrix.formats import Family

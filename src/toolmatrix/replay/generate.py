@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from toolmatrix.cases import Case, load_cases
+from toolmatrix.library.cases import Case, load_cases
 from toolmatrix.checks import value_matches
 
 from .fixtures import Expected, Fixture

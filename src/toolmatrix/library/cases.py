@@ -94,7 +94,7 @@ class Case:
     followup: Followup | None
     requires: tuple[str, ...]
     source: str
-    fuzz_seed: int | None = None  # the --fuzz-seed a generated case was drawn with (toolmatrix.fuzz)
+    fuzz_seed: int | None = None  # the --fuzz-seed a generated case was drawn with (toolmatrix.library.fuzz)
 
     @property
     def tool_names(self) -> tuple[str, ...]:

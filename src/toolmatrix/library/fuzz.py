@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 from hypothesis.internal.conjecture.providers import AVAILABLE_PROVIDERS, HypothesisProvider
 
-from toolmatrix.cases import Case, load_case_text
+from toolmatrix.library.cases import Case, load_case_text
 
 CATEGORY = "fuzz"
 SEED_LIMIT = 2**32  # a fresh seed is below this: short enough to type again

@@ -245,7 +245,7 @@ def case_document(category: str) -> dict:
     return {
         "schema_version": 1,
         "category": f"bfcl_{category}",
-        "description": f"BFCL {stem}, converted from bfcl-eval {BFCL_EVAL}'s data by toolmatrix.bfcl",
+        "description": f"BFCL {stem}, converted from bfcl-eval {BFCL_EVAL}'s data by toolmatrix.library.bfcl",
         "cases": [_case(category, q, answers.get(q["id"])) for q in _json_lines(questions)],
     }
 

@@ -1,7 +1,7 @@
 """``toolmatrix fuzz-keep``: the generated cases that failed in a fuzzed run, written out as an ordinary case file.
 
 A fuzzed run (``--fuzz N``) keeps its seed, count and hypothesis version in run.json and the seed on every
-generated case's record. From those the failing cases are drawn again (``toolmatrix.fuzz``: the same seed and
+generated case's record. From those the failing cases are drawn again (``toolmatrix.library.fuzz``: the same seed and
 version draw the same case) and written as a case file of category ``fuzz``, checked by the case loader before it
 is written: ``--cases FILE`` runs them again without hypothesis, so a failure found once reproduces forever. A
 run writes the file itself at its end (``DIR/fuzz-failures.yaml``) when a generated case failed.
@@ -19,8 +19,8 @@ from pathlib import Path
 import hypothesis
 
 from toolmatrix.atomic import write_text
-from toolmatrix.cases import load_case_text
-from toolmatrix.fuzz import CATEGORY, FuzzRun, case_entry, case_file, draw_scenario
+from toolmatrix.library.cases import load_case_text
+from toolmatrix.library.fuzz import CATEGORY, FuzzRun, case_entry, case_file, draw_scenario
 from toolmatrix.records import Blame, ResultsError, Verdict, read_records, read_run_info
 from toolmatrix.specs import SpecErrors
 
