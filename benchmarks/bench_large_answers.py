@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
-from toolmatrix.checks import CheckInput, run_checks
+from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.exchange import Exchange
 

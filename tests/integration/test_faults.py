@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from toolmatrix.library.cases import load_cases
-from toolmatrix.checks import CHECKS
+from toolmatrix.judge.checks import CHECKS
 from toolmatrix.live.client import Target, make_client, make_http
 from toolmatrix.live.evidence import Witness, read_template
 from toolmatrix.registry import EvidenceSpec, load_engines

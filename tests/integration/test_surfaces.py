@@ -114,7 +114,7 @@ HOSTILE_INDEX_STREAMS = {
 @pytest.mark.parametrize("api", SURFACES)
 def test_an_index_that_is_a_list_or_an_object_is_the_engines_wire_shape(api):
     """Not a harness error: the events are read (their keys made hashable) and wire_shape blames the engine."""
-    from toolmatrix.checks import CheckInput, run_checks
+    from toolmatrix.judge.checks import CheckInput, run_checks
     from toolmatrix.wire.exchange import Exchange
     from toolmatrix.formats import get_family
 

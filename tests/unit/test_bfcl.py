@@ -18,7 +18,7 @@ import pytest
 
 from toolmatrix.library import bfcl
 from toolmatrix.library.cases import Case, load_cases
-from toolmatrix.checks import CheckInput, run_checks
+from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.exchange import Exchange
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from toolmatrix.library.casetable import table
 from toolmatrix.library.cases import load_cases
-from toolmatrix.checks import CheckInput, judge, run_checks
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family
 from toolmatrix.registry import data_root, load_engines, load_models

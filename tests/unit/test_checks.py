@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolmatrix.library.cases import load_cases
-from toolmatrix.checks import CHECKS, CheckInput, judge, run_checks, value_matches
+from toolmatrix.judge.checks import CHECKS, CheckInput, judge, run_checks, value_matches
 from toolmatrix.formats import get_family
 from toolmatrix.wire.chat import assemble_stream
 from toolmatrix.wire.exchange import Exchange

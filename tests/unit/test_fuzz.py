@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from toolmatrix.library.cases import load_case_text, load_cases
-from toolmatrix.checks import CheckInput, judge, run_checks
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.live.runner import Profile, build_request
 from toolmatrix.specs import SpecErrors

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmatrix import checks
+from toolmatrix.judge import checks
 from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
-from toolmatrix.checks import CheckInput, run_checks
+from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.wire.answer import Call
 from toolmatrix.wire.exchange import Exchange

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from toolmatrix.library.cases import load_cases
-from toolmatrix.checks import CHECKS
+from toolmatrix.judge.checks import CHECKS
 from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
 from toolmatrix.launchers.docker import Mount

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.blame import ModelWords
+from toolmatrix.judge.blame import ModelWords
 from toolmatrix.library.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.live.client import HTTPError, HttpClient

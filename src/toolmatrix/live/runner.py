@@ -11,10 +11,10 @@ from typing import Any, Mapping
 import attrs
 
 from toolmatrix.library.cases import Case
-from toolmatrix.checks import HARNESS, CheckInput, judge, run_checks
+from toolmatrix.judge.checks import HARNESS, CheckInput, judge, run_checks
 from toolmatrix.live.client import Connection
 from toolmatrix.formats import Family
-from toolmatrix.blame import reblame
+from toolmatrix.judge.blame import reblame
 from toolmatrix.live.evidence import Witness
 from toolmatrix.features import surface_features
 from toolmatrix.live.sampling import Sampling

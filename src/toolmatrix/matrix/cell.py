@@ -19,7 +19,7 @@ from typing import IO, Any, Mapping
 import attrs
 
 from toolmatrix.atomic import Replacing
-from toolmatrix.checks import declared_reason
+from toolmatrix.judge.checks import declared_reason
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.report.passk import sample_stats
 from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from toolmatrix.library.cases import Case, load_cases
-from toolmatrix.checks import value_matches
+from toolmatrix.judge.checks import value_matches
 
 from .fixtures import Expected, Fixture
 from .writers import TURNS, Call, Style, answer, harmony_channel_first, llama3_tagged

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
-from toolmatrix.blame import ModelWords
+from toolmatrix.judge.blame import ModelWords
 from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.formats import get_family
 from toolmatrix.registry import load_models

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from toolmatrix.library.cases import CallExpectation, Case, Expectation
-from toolmatrix.checks import CheckInput, judge, run_checks
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import Family
 from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict,
                                 transcript)

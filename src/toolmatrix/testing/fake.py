@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import attrs
 
-from toolmatrix.blame import ModelWords, split_reasoning
+from toolmatrix.judge.blame import ModelWords, split_reasoning
 from toolmatrix.formats import get_family
 from toolmatrix.testing import fakesurfaces
 from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS

@@ -13,7 +13,7 @@ import json
 
 import attrs
 
-from toolmatrix.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
+from toolmatrix.judge.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
 from toolmatrix.formats import Family, ParseResult
 from toolmatrix.records import Blame, CheckResult, Evidence
 from toolmatrix.wire.exchange import Exchange
