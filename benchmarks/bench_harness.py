@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from toolmatrix.launchers import ProcessLauncher
-from toolmatrix.registry import data_root, load_engines, load_models
+from toolmatrix.serving.launchers import ProcessLauncher
+from toolmatrix.serving.registry import data_root, load_engines, load_models
 from toolmatrix.results import read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 

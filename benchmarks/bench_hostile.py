@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from toolmatrix.library.cases import load_cases
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.testing.hostile import MODES, HostileServer
 
 ROOT = Path(__file__).resolve().parents[1]

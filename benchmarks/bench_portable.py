@@ -22,10 +22,10 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from toolmatrix.launchers import ProcessLauncher
-from toolmatrix.launchers.process import binary_override_var, build_record, find_binary, install_binary
-from toolmatrix.launchers.readiness import http_request
-from toolmatrix.registry import cache_dir, load_engines, load_models
+from toolmatrix.serving.launchers import ProcessLauncher
+from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary, install_binary
+from toolmatrix.serving.launchers.readiness import http_request
+from toolmatrix.serving.registry import cache_dir, load_engines, load_models
 
 ENGINE, MODEL = load_engines()["llamacpp"], load_models()["qwen2.5-coder-0.5b"]
 PROMPT = "Write a Python function that parses an ISO 8601 date and explains each step. " * 25

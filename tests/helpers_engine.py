@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from toolmatrix.launchers.process import binary_override_var
+from toolmatrix.serving.launchers.process import binary_override_var
 
 ROOT = Path(__file__).parents[1]
 
@@ -86,7 +86,7 @@ def read_until(proc: subprocess.Popen, text: str, timeout_s: float) -> None:
 def assert_start_refused_by_sigill(launcher: Any, module: str, logs: Path) -> None:
     """``launcher.start()`` is refused by llama.cpp's machine check, dead by SIGILL in ``module``, with what to do,
     and no server was started (nor its log folder made)."""
-    from toolmatrix.launchers import LaunchError
+    from toolmatrix.serving.launchers import LaunchError
 
     try:
         launcher.start()

@@ -46,7 +46,7 @@ class LocalCluster:
     def start(cls, workers: int, env: dict[str, str], gpus_per_node: int = 1) -> LocalCluster:
         # A short folder: Ray's unix sockets live below it, and socket paths are limited to 107 bytes.
         temp_dir = Path(tempfile.mkdtemp(prefix="tmray", dir="/tmp"))
-        from toolmatrix.launchers.process import free_port
+        from toolmatrix.serving.launchers.process import free_port
 
         cluster = cls(temp_dir, free_port(), [free_port() for _ in range(workers)])
         common = ["--node-ip-address", "127.0.0.1", "--object-store-memory", "80000000", "--disable-usage-stats"]

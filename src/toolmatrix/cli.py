@@ -7,7 +7,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from toolmatrix.runinfo import toolmatrix_version
+from toolmatrix.serving.runinfo import toolmatrix_version
 from toolmatrix.specs import SpecErrors
 
 
@@ -39,9 +39,9 @@ def _cmd_check_results(args: argparse.Namespace) -> int:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
-    from toolmatrix.launchers import LaunchError
-    from toolmatrix.launchers.process import find_binary, install_binary
-    from toolmatrix.registry import load_engines
+    from toolmatrix.serving.launchers import LaunchError
+    from toolmatrix.serving.launchers.process import find_binary, install_binary
+    from toolmatrix.serving.registry import load_engines
 
     engines = {engine_id: spec for engine_id, spec in load_engines().items() if spec.process}
     engine = engines.get(args.engine)
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # a generated file names the command that wrote it
     if args.command in ("validate", "cases") and not args.paths:
-        from toolmatrix.registry import data_root
+        from toolmatrix.serving.registry import data_root
 
         args.paths = [str(data_root() / "cases")]
     return args.func(args)

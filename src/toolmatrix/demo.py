@@ -26,7 +26,7 @@ import attrs
 from toolmatrix.argtypes import positive_int
 from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
 from toolmatrix.matrix import build_matrix
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.generate import case_calls
 from toolmatrix.records import Record, read_records
 from toolmatrix.testing.fake import FakeServer, Reply

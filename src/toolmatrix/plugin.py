@@ -36,11 +36,11 @@ from toolmatrix.live.evidence import MissingDependency, Witness, read_template, 
 from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
-from toolmatrix.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
+from toolmatrix.serving.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.scale.pairs import run_on_cluster, run_pairs, wants_pairs
-from toolmatrix.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
+from toolmatrix.serving.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
 from toolmatrix.records import RUN, SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
-from toolmatrix.runinfo import Portable, hardware, program_name, toolmatrix_version
+from toolmatrix.serving.runinfo import Portable, hardware, program_name, toolmatrix_version
 from toolmatrix.live.runner import EvidenceMode, Profile, Runner, build_request, lost_record
 from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping

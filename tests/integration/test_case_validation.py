@@ -13,7 +13,7 @@ import pytest
 from tests.helpers_engine import pytest_cmd
 from tests.helpers_malformed import MALFORMED_CASES, case_file
 from toolmatrix.cli import main
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 
 ROOT = Path(__file__).parents[2]
 USAGE_ERROR = {"validate": 2, "--cases": 4, "--only-cases": 4}

@@ -13,7 +13,7 @@ import pytest
 from toolmatrix.cli import main
 from toolmatrix.library.cases import load_cases
 from toolmatrix.demo import ENGINE_BUGS, MODEL_MISTAKE, unanswered
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records
 
 # bug category -> the check its failures fail first

@@ -16,7 +16,7 @@ from toolmatrix.library.cases import load_cases
 from toolmatrix.judge.checks import CHECKS
 from toolmatrix.live.client import Target, make_client, make_http
 from toolmatrix.live.evidence import Witness, read_template
-from toolmatrix.registry import EvidenceSpec, load_engines
+from toolmatrix.serving.registry import EvidenceSpec, load_engines
 from toolmatrix.formats import get_family
 from toolmatrix.records import CheckResult, Record
 from toolmatrix.live.runner import EvidenceMode, Runner
@@ -344,7 +344,7 @@ MODEL_FAULT_ROWS = [
 
 
 def declared(engine: str) -> EvidenceSpec:
-    from toolmatrix.registry import load_registry
+    from toolmatrix.serving.registry import load_registry
 
     return load_registry()[0][engine].evidence
 
@@ -352,7 +352,7 @@ def declared(engine: str) -> EvidenceSpec:
 def evidence_protocols() -> dict[str, EvidenceSpec]:
     """Every evidence protocol the engine specs declare: each engine's same-generation one (as declared) and its
     second-generation fallback (unconstrained here: the fake 'model' is not)."""
-    from toolmatrix.registry import load_registry
+    from toolmatrix.serving.registry import load_registry
 
     protocols = {}
     for engine in load_registry()[0].values():

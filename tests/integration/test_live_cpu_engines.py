@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from toolmatrix.launchers.process import find_binary, venv_dir
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.serving.launchers.process import find_binary, venv_dir
+from toolmatrix.serving.registry import load_engines, load_models
 from toolmatrix.records import read_records, check_results
 
 pytestmark = pytest.mark.live

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.library.cases import load_cases
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import FakeServer, first_tool
 

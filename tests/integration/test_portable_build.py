@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
-from toolmatrix.launchers import ProcessLauncher
-from toolmatrix.launchers.process import binary_override_var, build_record, find_binary, install_binary, venv_dir
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.serving.launchers import ProcessLauncher
+from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary, install_binary, venv_dir
+from toolmatrix.serving.registry import load_engines, load_models
 
 ENGINE, MODEL = load_engines()["llamacpp"], load_models()["qwen2.5-coder-0.5b"]
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="the CPU levels built are x86-64's")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture

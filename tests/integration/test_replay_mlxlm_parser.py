@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.adapters.llamacpp import TEMPLATES, LlamaCppAdapter

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures

@@ -21,7 +21,7 @@ import pytest
 from toolmatrix.replay.bugs import Bug, default_file, load_bugs, pinned_version
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.session import adapters
 
 TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.registry import load_models
+from toolmatrix.serving.registry import load_models
 
 MODEL = load_models()["gemma3-270m"]
 

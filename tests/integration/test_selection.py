@@ -18,7 +18,7 @@ import yaml
 
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.library.cases import CaseShard, load_cases
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, first_tool
 

@@ -17,8 +17,8 @@ import attrs
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.registry import ModelSpec, data_root
-from toolmatrix.weights import WeightsError, gguf_path
+from toolmatrix.serving.registry import ModelSpec, data_root
+from toolmatrix.serving.weights import WeightsError, gguf_path
 
 CHUNKS = [b"GGUF" + b"a" * 1000, b"b" * 1500, b"c" * 7]
 

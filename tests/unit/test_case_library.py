@@ -12,7 +12,7 @@ from toolmatrix.library.cases import load_cases
 from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family
-from toolmatrix.registry import data_root, load_engines, load_models
+from toolmatrix.serving.registry import data_root, load_engines, load_models
 from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).parents[2]

@@ -10,8 +10,8 @@ import hashlib
 
 import pytest
 
-from toolmatrix.launchers import DockerLauncher, ProcessLauncher
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.serving.launchers import DockerLauncher, ProcessLauncher
+from toolmatrix.serving.registry import load_engines, load_models
 
 ENGINES, MODELS = load_engines(), load_models()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolmatrix.cli import build_parser, main
-from toolmatrix.runinfo import toolmatrix_version
+from toolmatrix.serving.runinfo import toolmatrix_version
 
 
 def test_version(capsys):

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from tests.helpers_engine import stand_in
-from toolmatrix.launchers import ProcessLauncher, cores
-from toolmatrix.registry import ModelSpec, load_engines
+from toolmatrix.serving.launchers import ProcessLauncher, cores
+from toolmatrix.serving.registry import ModelSpec, load_engines
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import attrs
 import pytest
 from docker.errors import APIError, ImageNotFound, NotFound
 
-from toolmatrix.launchers import LAUNCHERS, LaunchError
-from toolmatrix.launchers import docker as docker_launcher
-from toolmatrix.launchers.readiness import field_values
-from toolmatrix.launchers.docker import (
+from toolmatrix.serving.launchers import LAUNCHERS, LaunchError
+from toolmatrix.serving.launchers import docker as docker_launcher
+from toolmatrix.serving.launchers.readiness import field_values
+from toolmatrix.serving.launchers.docker import (
     LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, container_config, split_image,
 )  # fmt: skip
-from toolmatrix.registry import load_registry
+from toolmatrix.serving.registry import load_registry
 
 ENGINES, MODELS = load_registry()
 SECRET = "hf_SECRET_value_never_recorded"

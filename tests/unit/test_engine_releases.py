@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.registry import EngineSpec, load_engines
-from toolmatrix.launchers.process import venv_dir
+from toolmatrix.serving.registry import EngineSpec, load_engines
+from toolmatrix.serving.launchers.process import venv_dir
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 
 ENGINES = load_engines()

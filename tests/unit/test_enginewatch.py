@@ -9,7 +9,7 @@ import sys
 from tests.helpers_results import record
 from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.exitcodes import describe_exit, meaning
-from toolmatrix.launchers import ExternalLauncher
+from toolmatrix.serving.launchers import ExternalLauncher
 from toolmatrix.records import Posted
 from toolmatrix.specs import validate_instance
 

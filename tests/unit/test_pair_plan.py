@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.exitcodes import ENGINE_DIED, worst
-from toolmatrix.launchers import default_launcher
+from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.scale.pairs import Pair, child_args, plan_pairs
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 
 
 def test_cross_product_engine_by_engine_with_refusals():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from toolmatrix.launchers import ProcessLauncher
-from toolmatrix.launchers.docker import container_config
-from toolmatrix.placeholders import render, render_args
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.serving.launchers import ProcessLauncher
+from toolmatrix.serving.launchers.docker import container_config
+from toolmatrix.serving.placeholders import render, render_args
+from toolmatrix.serving.registry import load_engines, load_models
 
 JSON_ARG = '{"a": 1, "b": {"c": "{port}"}}'
 

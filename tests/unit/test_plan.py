@@ -12,8 +12,8 @@ import attrs
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.launchers.docker import container_config
-from toolmatrix.registry import data_root, load_registry
+from toolmatrix.serving.launchers.docker import container_config
+from toolmatrix.serving.registry import data_root, load_registry
 
 ENGINES, MODELS = load_registry()
 TEMPLATES = data_root() / "engines" / "templates"

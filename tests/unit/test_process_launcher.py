@@ -11,9 +11,9 @@ import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
 from toolmatrix.exitcodes import SIGNAL_HINTS
-from toolmatrix.launchers import LaunchError, ProcessLauncher
-from toolmatrix.launchers.process import binary_override_var, build_record, find_binary
-from toolmatrix.registry import load_engines, load_models
+from toolmatrix.serving.launchers import LaunchError, ProcessLauncher
+from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary
+from toolmatrix.serving.registry import load_engines, load_models
 
 ENGINES, MODELS = load_engines(), load_models()
 
@@ -117,7 +117,7 @@ def test_the_machine_check_says_what_ran_here_in_run_json(monkeypatch, tmp_path)
     launcher = built(tmp_path, f"{MODULE_LINE}\necho '{{\"ok\": true, \"kernels\": 20}}'")
     monkeypatch.setattr(launcher, "command", lambda port, fetch=True: [])
     monkeypatch.setattr(launcher, "served_model", lambda: "qwen2.5-coder-0.5b")
-    monkeypatch.setattr("toolmatrix.launchers.process.become_ready", lambda *args: None)
+    monkeypatch.setattr("toolmatrix.serving.launchers.process.become_ready", lambda *args: None)
     launcher.start()
     try:
         cpu = launcher.describe()["cpu"]
@@ -129,13 +129,13 @@ def test_the_machine_check_says_what_ran_here_in_run_json(monkeypatch, tmp_path)
 def test_a_check_that_never_finishes_or_prints_noise_ends_in_one_clear_line(monkeypatch, tmp_path):
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path))
     monkeypatch.delenv(binary_override_var("llamacpp"), raising=False)
-    monkeypatch.setattr("toolmatrix.launchers.process.CHECK_TIMEOUT_S", 1)
+    monkeypatch.setattr("toolmatrix.serving.launchers.process.CHECK_TIMEOUT_S", 1)
     with pytest.raises(LaunchError, match=r"^llamacpp: toolmatrix-cpu-check did not finish in 1 s$"):
         built(tmp_path, "exec sleep 30").start()
     # Lines that are not its JSON (a library's own log line, a half line) are passed over, not a crash.
     launcher = built(tmp_path, f"echo 'repack: repack tensor with q4_K_8x8'\n{MODULE_LINE}\necho '{{\"ok\": tr'")
     monkeypatch.setattr(launcher, "served_model", lambda: "qwen2.5-coder-0.5b")
-    monkeypatch.setattr("toolmatrix.launchers.process.become_ready", lambda *args: None)
+    monkeypatch.setattr("toolmatrix.serving.launchers.process.become_ready", lambda *args: None)
     launcher.start()
     launcher.stop()
     assert launcher.cpu == {"module": "libggml-cpu-zen4.so", "features": {"AVX512": "1"}}

@@ -28,7 +28,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_the_default_is_the_registry_model_that_says_so():
-    from toolmatrix.registry import load_models
+    from toolmatrix.serving.registry import load_models
 
     defaults = [model.id for model in load_models().values() if "the embedded default" in model.title]
     assert defaults == [DEFAULT]

@@ -9,13 +9,13 @@ import attrs
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.library.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
 from toolmatrix.records import ReplayInfo, read_records
 from toolmatrix.replay.judge import judge_replay

@@ -11,7 +11,7 @@ from tests.unit.test_matrix import page_data
 from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.page import md_text
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import ADAPTERS
 from toolmatrix.replay.fixtures import load_fixtures
 from toolmatrix.records import read_records

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 

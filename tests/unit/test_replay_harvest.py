@@ -10,7 +10,7 @@ from typing import Callable
 import attrs
 import pytest
 
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.agreement import AgreementError, agreement, compare_engine, main as agreement_main
 from toolmatrix.replay.answers import differences

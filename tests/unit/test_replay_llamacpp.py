@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.formats import all_families
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.adapters.llamacpp import TEMPLATES, harness_sha256, model_templates
 

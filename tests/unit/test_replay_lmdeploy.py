@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.generate import generate

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.formats import all_families
-from toolmatrix.launchers.process import ProcessLauncher
-from toolmatrix.registry import ModelSpec, load_engines
+from toolmatrix.serving.launchers.process import ProcessLauncher
+from toolmatrix.serving.registry import ModelSpec, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 

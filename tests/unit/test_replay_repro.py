@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.fixtures import Fixture, dump_fixtures
 from toolmatrix.replay.repro import snippet, template

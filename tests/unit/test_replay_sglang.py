@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
 from toolmatrix.formats import get_family
-from toolmatrix.registry import data_root, load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay import session
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture

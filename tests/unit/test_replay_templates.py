@@ -15,7 +15,7 @@ import os
 import attrs
 import pytest
 
-from toolmatrix.registry import cache_dir, data_root
+from toolmatrix.serving.registry import cache_dir, data_root
 from toolmatrix.replay.adapters.llamacpp import TEMPLATES
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate

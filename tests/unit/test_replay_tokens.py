@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import SPLITTER, chunk, fixture_tokens, tokenizer_path, tokens, units
 from toolmatrix.replay.fixtures import FixtureError, load_fixtures

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.registry import data_root
+from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
 from toolmatrix.specs import SpecErrors
 

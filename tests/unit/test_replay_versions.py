@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.registry import load_engines
+from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.session import record_cannot_replay
 from toolmatrix.replay.versions import FIX, REGRESSION, layout, read_sweep, read_versions, table
 from toolmatrix.records import ResultsError

@@ -88,7 +88,7 @@ def snapshot_cell(run_dir: Path) -> str:
 @pytest.mark.parametrize("pair", QWEN, ids=lambda p: str(p.relative_to(CPU_SNAPSHOT)))
 def test_the_published_snapshot_is_whole_and_names_the_pinned_weights(pair):
     """The README's tables are read from these: every pair a full library run of the registry's weights."""
-    from toolmatrix.registry import load_models
+    from toolmatrix.serving.registry import load_models
 
     assert check_results(pair) == []
     run = read_run_info(pair).run

@@ -3,8 +3,8 @@
 import re
 from pathlib import Path
 
-from toolmatrix.registry import cache_dir
-from toolmatrix.runinfo import Portable, gpus, hardware, program_name
+from toolmatrix.serving.registry import cache_dir
+from toolmatrix.serving.runinfo import Portable, gpus, hardware, program_name
 
 ROOT = Path(__file__).parents[2]
 

@@ -8,8 +8,8 @@ import os
 import attrs
 import pytest
 
-from toolmatrix.registry import load_models
-from toolmatrix.weights import WeightsError, gguf_path, sha256_of
+from toolmatrix.serving.registry import load_models
+from toolmatrix.serving.weights import WeightsError, gguf_path, sha256_of
 
 
 @pytest.fixture

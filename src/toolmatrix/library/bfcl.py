@@ -46,7 +46,7 @@ import jsonschema
 import yaml
 
 from toolmatrix.atomic import write_text
-from toolmatrix.registry import cache_dir
+from toolmatrix.serving.registry import cache_dir
 
 BFCL_EVAL = "2026.3.23"  # the bfcl-eval release these categories and counts were read from (pyproject's bfcl extra)
 INSTALL = f"pip install --no-deps bfcl-eval=={BFCL_EVAL}"

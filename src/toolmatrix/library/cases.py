@@ -357,7 +357,7 @@ def load_case_text(text: str, name: str, validate: bool = True) -> list[Case]:
 
 def library_dir() -> Path:
     """The built-in case library (its tool-set files answer FILESTEM.NAME in every case file)."""
-    from toolmatrix.registry import data_root  # registry reads engines and models; cases need only its root
+    from toolmatrix.serving.registry import data_root  # registry reads engines and models; cases need only its root
 
     return data_root() / "cases"
 

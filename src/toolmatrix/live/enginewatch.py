@@ -15,7 +15,7 @@ import json
 
 import attrs
 
-from toolmatrix.launchers import Launcher
+from toolmatrix.serving.launchers import Launcher
 from toolmatrix.records import Blame, EngineDeath, Posted, Record, Verdict
 
 LOG_LINES = 40

@@ -31,7 +31,7 @@ from toolmatrix.library.cases import Case
 from toolmatrix import jsontext
 from toolmatrix.live.client import HTTPError, HttpClient
 from toolmatrix.formats import Family
-from toolmatrix.registry import EvidenceSpec
+from toolmatrix.serving.registry import EvidenceSpec
 from toolmatrix.records import Evidence, EvidenceStatus, TemplateFinding
 from toolmatrix.wire.answer import Message
 

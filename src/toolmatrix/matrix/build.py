@@ -28,7 +28,7 @@ from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_his
 from toolmatrix.matrix.page import render_html, render_markdown
 from toolmatrix.replay.versions import is_sweep, read_versions
 from toolmatrix.records import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
-from toolmatrix.runinfo import Portable, toolmatrix_version
+from toolmatrix.serving.runinfo import Portable, toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
 # one cell does not use passes on to the next); its counts, flags, breakdown and newest run take about

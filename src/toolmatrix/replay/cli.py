@@ -264,7 +264,7 @@ def _cmd_repro(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from toolmatrix.registry import data_root
+    from toolmatrix.serving.registry import data_root
 
     from .fixtures import dump_fixtures
     from .generate import generate
@@ -275,7 +275,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
-    from toolmatrix.registry import cache_dir
+    from toolmatrix.serving.registry import cache_dir
 
     from .feeder import TOKENIZER_VERSION, TOKENIZERS, tokenizer_dir
     from .session import adapters
@@ -304,8 +304,8 @@ def _cmd_install(args: argparse.Namespace) -> int:
 def _install_model_tokenizers(models: list[str]) -> int:
     """Each model's own tokenizer, from its weights, by the vLLM env's transformers (which made the live tier's
     converted folder): the GGUF is fetched as a live run fetches it."""
-    from toolmatrix.registry import load_models
-    from toolmatrix.weights import WeightsError, tokenizer_from_gguf
+    from toolmatrix.serving.registry import load_models
+    from toolmatrix.serving.weights import WeightsError, tokenizer_from_gguf
 
     from .feeder import model_tokenizer_dir
     from .session import adapters

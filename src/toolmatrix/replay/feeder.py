@@ -35,7 +35,7 @@ from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from toolmatrix.formats import Family
-from toolmatrix.registry import cache_dir
+from toolmatrix.serving.registry import cache_dir
 from toolmatrix.wire.exchange import Exchange
 
 from .fixtures import Fixture

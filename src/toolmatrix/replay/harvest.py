@@ -36,7 +36,7 @@ import attrs
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.formats import get_family
-from toolmatrix.registry import load_models
+from toolmatrix.serving.registry import load_models
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
 from toolmatrix.specs import validate_instance
 from toolmatrix.wire.answer import Message

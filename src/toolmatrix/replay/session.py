@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from toolmatrix.formats import get_family
-from toolmatrix.registry import EngineSpec, ModelSpec, load_engines, load_models
+from toolmatrix.serving.registry import EngineSpec, ModelSpec, load_engines, load_models
 from toolmatrix.records import REPLAY, Posted, Record, RecordWriter, ReplayInfo, Run, RunEngine, RunModel
-from toolmatrix.runinfo import Portable, program_name, toolmatrix_version
+from toolmatrix.serving.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder
 from .adapters import ADAPTERS, Adapter, adapter_for

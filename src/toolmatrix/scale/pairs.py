@@ -26,9 +26,9 @@ import pytest
 
 from toolmatrix import exitcodes
 from toolmatrix.argtypes import base_url
-from toolmatrix.launchers import default_launcher
-from toolmatrix.launchers.process import die_with_parent
-from toolmatrix.registry import load_registry, resolve_model
+from toolmatrix.serving.launchers import default_launcher
+from toolmatrix.serving.launchers.process import die_with_parent
+from toolmatrix.serving.registry import load_registry, resolve_model
 from toolmatrix.records import RUN
 from toolmatrix.scale.shards import safe_name
 from toolmatrix.specs import SpecErrors

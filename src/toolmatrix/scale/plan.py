@@ -25,10 +25,10 @@ from toolmatrix.atomic import write_text
 from toolmatrix.scale.executors import EmitError
 from toolmatrix.scale.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
 from toolmatrix.scale.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
-from toolmatrix.launchers import default_launcher
-from toolmatrix.launchers.base import LaunchError
-from toolmatrix.placeholders import render, render_json
-from toolmatrix.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
+from toolmatrix.serving.launchers import default_launcher
+from toolmatrix.serving.launchers.base import LaunchError
+from toolmatrix.serving.placeholders import render, render_json
+from toolmatrix.serving.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.scale.shards import Plan, PlanError, new_batch, plan_shards
 from toolmatrix.specs import SpecErrors
 
@@ -97,7 +97,7 @@ def readiness_lines(engine: EngineSpec, values: dict[str, str]) -> list[str]:
 
 
 def weights_text(model: ModelSpec, source: WeightsSource) -> str:
-    from toolmatrix.weights import local_weights
+    from toolmatrix.serving.weights import local_weights
 
     if source.form == "hub":
         return source.ref + (f" @ {source.revision}" if source.revision else "")
@@ -110,7 +110,7 @@ def weights_text(model: ModelSpec, source: WeightsSource) -> str:
 
 def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
     """Details and the ``docker run`` line of the config DockerLauncher would start."""
-    from toolmatrix.launchers.docker import container_config
+    from toolmatrix.serving.launchers.docker import container_config
 
     config = container_config(engine, model, slots=args.slots, run_id=args.run_id, variant=args.variant,
                               network=args.network)
@@ -131,7 +131,7 @@ def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) 
 
 def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) -> tuple[list[str], str]:
     """Details and the command line ProcessLauncher would run (on the engine's default port)."""
-    from toolmatrix.launchers.process import ProcessLauncher, find_binary, venv_bin
+    from toolmatrix.serving.launchers.process import ProcessLauncher, find_binary, venv_bin
 
     with tempfile.TemporaryDirectory() as logs:
         launcher = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs))

@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from toolmatrix.launchers import default_launcher
-from toolmatrix.registry import EngineSpec, load_registry, resolve_model
+from toolmatrix.serving.launchers import default_launcher
+from toolmatrix.serving.registry import EngineSpec, load_registry, resolve_model
 
 SURFACES = ("chat",)  # the API surfaces a case is sent over; Chat Completions is the one built so far
 PLAN_FORMAT = "toolmatrix-plan"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolmatrix.registry import EngineSpec
+from toolmatrix.serving.registry import EngineSpec
 
 from .base import Adapter, Support
 from .dynamo import DynamoAdapter

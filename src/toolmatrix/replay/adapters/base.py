@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import attrs
 
-from toolmatrix.registry import EngineSpec, cache_dir
+from toolmatrix.serving.registry import EngineSpec, cache_dir
 
 INSTALLED = "toolmatrix-installed"  # written last by an install, with pip freeze: the env's exact versions
 

@@ -16,7 +16,7 @@ from typing import Mapping
 
 import attrs
 
-from toolmatrix.registry import cache_dir, load_models
+from toolmatrix.serving.registry import cache_dir, load_models
 
 from .base import Adapter, Support
 
@@ -103,7 +103,7 @@ class LlamaCppAdapter(Adapter):
 
     def install(self) -> Path:
         """Build llama-server and the harness (build-llama-server.sh: reused when current, else built)."""
-        from toolmatrix.launchers.process import install_binary
+        from toolmatrix.serving.launchers.process import install_binary
         install_binary(self.spec)
         if self.ready() is not None:
             raise RuntimeError(self.ready())

@@ -26,10 +26,10 @@ from typing import Any, Iterable
 import yaml
 
 from toolmatrix.scale.executors import EmitError, header
-from toolmatrix.launchers.base import LaunchError
-from toolmatrix.launchers.docker import TEMPLATES_DIR, ContainerConfig, Mount, container_config
-from toolmatrix.placeholders import render
-from toolmatrix.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
+from toolmatrix.serving.launchers.base import LaunchError
+from toolmatrix.serving.launchers.docker import TEMPLATES_DIR, ContainerConfig, Mount, container_config
+from toolmatrix.serving.placeholders import render
+from toolmatrix.serving.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
 from toolmatrix.scale.shards import Plan, Shard, safe_name, with_options
 
 RESULTS_MOUNT = "/results"
@@ -115,7 +115,7 @@ def templates_container(mount: Mount, image: str) -> dict[str, Any]:
     """Copies toolmatrix's chat templates out of the toolmatrix image for the engine (the docker launcher mounts
     them from this checkout; a Pod has no checkout, but the image holds the same files)."""
     relative = Path(mount.host).relative_to(data_root()).as_posix()
-    code = ("import shutil; from toolmatrix.registry import data_root; "
+    code = ("import shutil; from toolmatrix.serving.registry import data_root; "
             f"shutil.copytree(data_root() / {relative!r}, {TEMPLATES_DIR!r}, dirs_exist_ok=True)")
     return {"name": "templates", "image": image, "command": ["python", "-c", code],
             "volumeMounts": [{"name": "templates", "mountPath": TEMPLATES_DIR}]}

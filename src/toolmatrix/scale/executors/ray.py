@@ -64,7 +64,7 @@ def run_shard(shard: Shard, env: dict[str, str] | None = None) -> ShardResult:
     """Run one shard here, in a fresh folder, and pack what it wrote. The body of the Ray task."""
     import ray  # on the node: this runs inside a Ray worker
 
-    from toolmatrix.launchers.process import die_with_parent
+    from toolmatrix.serving.launchers.process import die_with_parent
 
     with tempfile.TemporaryDirectory(prefix="toolmatrix-shard-") as work:
         proc = subprocess.run(local_argv(shard.command), cwd=work, env={**os.environ, **(env or {})},

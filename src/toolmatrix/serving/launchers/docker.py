@@ -25,12 +25,12 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file, pid_alive
-from toolmatrix.launchers.readiness import Watched, become_ready, probe_version
-from toolmatrix.launchers.process import free_port
-from toolmatrix.placeholders import WEIGHTS_ARGS, render, render_args
-from toolmatrix.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir, given
-from toolmatrix.weights import WeightsError, chat_template_info, local_weights, sha256_of
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file, pid_alive
+from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
+from toolmatrix.serving.launchers.process import free_port
+from toolmatrix.serving.placeholders import WEIGHTS_ARGS, render, render_args
+from toolmatrix.serving.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir, given
+from toolmatrix.serving.weights import WeightsError, chat_template_info, local_weights, sha256_of
 
 try:
     import docker

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.exitcodes import describe_exit
-from toolmatrix.launchers import cores
-from toolmatrix.launchers.base import Endpoint, LaunchError, context_size, log_file
-from toolmatrix.launchers.readiness import Watched, become_ready, probe_version
-from toolmatrix.placeholders import names_in, render, render_args
-from toolmatrix.registry import CheckSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
-from toolmatrix.weights import WeightsError, chat_template_info, gguf_path, local_weights, sha256_of
+from toolmatrix.serving.launchers import cores
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file
+from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
+from toolmatrix.serving.placeholders import names_in, render, render_args
+from toolmatrix.serving.registry import CheckSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
+from toolmatrix.serving.weights import WeightsError, chat_template_info, gguf_path, local_weights, sha256_of
 
 _PR_SET_PDEATHSIG = 1
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolmatrix.launchers.base import Endpoint, LaunchError
-from toolmatrix.launchers.readiness import http_request
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError
+from toolmatrix.serving.launchers.readiness import http_request
 
 
 class ExternalLauncher:

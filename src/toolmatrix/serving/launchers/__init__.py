@@ -7,11 +7,11 @@ Every launcher has the same small surface (``Launcher``); the pytest plugin pick
 
 from __future__ import annotations
 
-from toolmatrix.launchers.base import Endpoint, LaunchError, Launcher
-from toolmatrix.launchers.docker import DockerLauncher
-from toolmatrix.launchers.external import ExternalLauncher
-from toolmatrix.launchers.process import ProcessLauncher
-from toolmatrix.registry import EngineSpec
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError, Launcher
+from toolmatrix.serving.launchers.docker import DockerLauncher
+from toolmatrix.serving.launchers.external import ExternalLauncher
+from toolmatrix.serving.launchers.process import ProcessLauncher
+from toolmatrix.serving.registry import EngineSpec
 
 LAUNCHERS: dict[str, type] = {"docker": DockerLauncher, "process": ProcessLauncher, "external": ExternalLauncher}
 

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from toolmatrix.registry import ModelSpec, WeightsSource, cache_dir
+from toolmatrix.serving.registry import ModelSpec, WeightsSource, cache_dir
 
 
 class WeightsError(RuntimeError):

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from toolmatrix.registry import cache_dir, data_root
+from toolmatrix.serving.registry import cache_dir, data_root
 
 
 def toolmatrix_version() -> str:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import attrs
 
 from toolmatrix import features
-from toolmatrix.placeholders import unknown_placeholders
+from toolmatrix.serving.placeholders import unknown_placeholders
 from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 LAUNCHER_KINDS = ("docker", "process")
@@ -27,7 +27,7 @@ def data_root() -> Path:
     """Where cases/ and engines/ live: $TOOLMATRIX_DATA, the source checkout, or the installed share dir."""
     if os.environ.get("TOOLMATRIX_DATA"):
         return Path(os.environ["TOOLMATRIX_DATA"])
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]  # src/toolmatrix/serving/registry.py
     if (checkout / "cases").is_dir() and (checkout / "engines").is_dir():
         return checkout
     return Path(sys.prefix) / "share" / "toolmatrix"

@@ -19,8 +19,8 @@ from typing import Iterable, Iterator
 
 import attrs
 
-from toolmatrix.launchers.base import pid_alive
-from toolmatrix.registry import cache_dir
+from toolmatrix.serving.launchers.base import pid_alive
+from toolmatrix.serving.registry import cache_dir
 
 LEASES = "core-leases.json"
 

@@ -12,9 +12,9 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from toolmatrix.exitcodes import death_message
-from toolmatrix.launchers.base import LaunchError
-from toolmatrix.placeholders import render, render_json
-from toolmatrix.registry import EngineSpec, ReadinessStep
+from toolmatrix.serving.launchers.base import LaunchError
+from toolmatrix.serving.placeholders import render, render_json
+from toolmatrix.serving.registry import EngineSpec, ReadinessStep
 
 
 def http_request(method: str, url: str, body: Any = None, timeout: float = 10.0) -> tuple[int, bytes]:
