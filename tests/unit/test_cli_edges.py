@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from toolmatrix.cli import build_parser, main
@@ -12,6 +17,14 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"toolmatrix {toolmatrix_version()}"
+
+
+def test_python_dash_m_toolmatrix_is_the_command():
+    src = str(Path(__file__).parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "toolmatrix", "--version"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"toolmatrix {toolmatrix_version()}"), proc.stderr
 
 
 def test_help_says_the_suite_runs_under_pytest_and_every_positional_is_explained():
