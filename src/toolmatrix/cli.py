@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from toolmatrix.serving.runinfo import toolmatrix_version
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from toolmatrix.library.cases import Case, CaseShard, case_files, load_cases
 from toolmatrix.live.client import MAX_ANSWER_BYTES, Target, make_client, make_http
 from toolmatrix.live.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.live.enginewatch import EngineWatch
-from toolmatrix.exitcodes import ENGINE_DIED, death_message
+from toolmatrix.base.exitcodes import ENGINE_DIED, death_message
 from toolmatrix.formats import get_family
 from toolmatrix.serving.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
 from toolmatrix.scale.pairs import run_on_cluster, run_pairs, wants_pairs
@@ -45,7 +45,7 @@ from toolmatrix.live.runner import EvidenceMode, Profile, Runner, build_request,
 from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_suffix
 from toolmatrix.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.report.summary import summary_table
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 from toolmatrix.wire.exchange import MODES
 from toolmatrix.wire.surfaces import CHAT, SURFACES
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.library.cases import load_cases
-from toolmatrix.exitcodes import ENGINE_DIED
+from toolmatrix.base.exitcodes import ENGINE_DIED
 from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import DIED

@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers_engine import pytest_cmd
 from tests.helpers_malformed import MALFORMED_CASES
-from toolmatrix.exitcodes import SEVERITY
+from toolmatrix.base.exitcodes import SEVERITY
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 ROOT = Path(__file__).parents[2]

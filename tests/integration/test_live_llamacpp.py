@@ -23,7 +23,7 @@ import pytest
 
 from tests.helpers_engine import interruptible, read_until
 from toolmatrix.library.cases import load_cases
-from toolmatrix.exitcodes import ENGINE_DIED
+from toolmatrix.base.exitcodes import ENGINE_DIED
 from toolmatrix.serving.registry import cache_dir, data_root, load_models
 from toolmatrix.records import RECORDS, read_records, check_results
 

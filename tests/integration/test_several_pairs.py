@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.helpers_engine import interruptible, pytest_cmd, read_until, stand_in
-from toolmatrix.exitcodes import ENGINE_DIED
+from toolmatrix.base.exitcodes import ENGINE_DIED
 from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import FakeServer, first_tool
 

@@ -1,4 +1,4 @@
-"""A file replaced whole (``toolmatrix.atomic``): the old content or the new, never half, and no temporary file left."""
+"""A file replaced whole (``toolmatrix.base.atomic``): the old content or the new, never half, and no temporary file left."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from toolmatrix.atomic import Replacing, write_json, write_text
+from toolmatrix.base.atomic import Replacing, write_json, write_text
 
 
 def test_the_new_content_replaces_the_old_whole_and_nothing_else_is_left(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 from toolmatrix.library.casetable import table
 from toolmatrix.library.cases import load_cases
 from toolmatrix.judge.checks import CheckInput, judge, run_checks
-from toolmatrix.features import NOT_THINKING, REASONING
+from toolmatrix.base.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family
 from toolmatrix.serving.registry import data_root, load_engines, load_models
 from toolmatrix.wire.exchange import Exchange

@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 from tests.helpers_malformed import CASE_HEAD, GOOD_TOOL, MALFORMED_CASES, case_file, expecting
 from toolmatrix.library.cases import load_cases
 from toolmatrix.serving.registry import data_root
-from toolmatrix.specs import SpecErrors, load_schema, unknown_operator
+from toolmatrix.base.specs import SpecErrors, load_schema, unknown_operator
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

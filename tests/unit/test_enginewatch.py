@@ -8,10 +8,10 @@ import sys
 
 from tests.helpers_results import record
 from toolmatrix.live.enginewatch import EngineWatch
-from toolmatrix.exitcodes import describe_exit, meaning
+from toolmatrix.base.exitcodes import describe_exit, meaning
 from toolmatrix.serving.launchers import ExternalLauncher
 from toolmatrix.records import Posted
-from toolmatrix.specs import validate_instance
+from toolmatrix.base.specs import validate_instance
 
 
 class StubLauncher:

@@ -16,7 +16,7 @@ from toolmatrix.library.cases import load_case_text, load_cases
 from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import get_family
 from toolmatrix.live.runner import Profile, build_request
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 from toolmatrix.library.fuzz import case_file, draw_scenario, fuzz_cases, fuzz_entries
 from toolmatrix.wire.exchange import Exchange
 

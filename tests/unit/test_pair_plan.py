@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.exitcodes import ENGINE_DIED, worst
+from toolmatrix.base.exitcodes import ENGINE_DIED, worst
 from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.scale.pairs import Pair, child_args, plan_pairs
 from toolmatrix.serving.registry import load_engines

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
-from toolmatrix.exitcodes import SIGNAL_HINTS
+from toolmatrix.base.exitcodes import SIGNAL_HINTS
 from toolmatrix.serving.launchers import LaunchError, ProcessLauncher
 from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary
 from toolmatrix.serving.registry import load_engines, load_models

@@ -14,7 +14,7 @@ import pytest
 from toolmatrix.cli import main
 from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 
 SNAPSHOT = data_root() / "results" / "replay"
 

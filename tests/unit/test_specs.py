@@ -12,12 +12,12 @@ import pytest
 
 from toolmatrix.library.cases import load_cases
 from toolmatrix.judge.checks import CHECKS
-from toolmatrix.features import CASE_FEATURES, CHECK_GAPS, FEATURES
+from toolmatrix.base.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
 from toolmatrix.serving.launchers.docker import Mount
 from toolmatrix.serving.registry import (ANY_FAMILY, WEIGHTS_KINDS, DockerSpec, EngineSpec, ReadinessStep, data_root, load_engines,
                                  load_models, load_registry, resolve_model)
-from toolmatrix.specs import SpecErrors, load_schema
+from toolmatrix.base.specs import SpecErrors, load_schema
 
 ENGINES, MODELS = load_registry()
 SEED_ENGINES = {"vllm", "sglang", "llamacpp", "ollama", "tgi", "lmdeploy", "trtllm", "tabbyapi", "mlc", "ovms", "dynamo"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+from toolmatrix.base.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 from ._model import ParseResult
 from ._parsers import PARSERS

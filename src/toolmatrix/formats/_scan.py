@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 
 from ._model import ParsedCall, ParseResult
 

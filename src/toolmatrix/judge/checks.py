@@ -17,12 +17,12 @@ import attrs
 import jsonschema
 import jsonschema_rs
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 from toolmatrix.library.cases import Case, Expectation
-from toolmatrix.features import PRECONDITIONS
+from toolmatrix.base.features import PRECONDITIONS
 from toolmatrix.formats import Family
 from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict
-from toolmatrix.specs import load_schema
+from toolmatrix.base.specs import load_schema
 from toolmatrix.wire.answer import Call, Message
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import Surface

@@ -45,7 +45,7 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 
-from toolmatrix.atomic import write_text
+from toolmatrix.base.atomic import write_text
 from toolmatrix.serving.registry import cache_dir
 
 BFCL_EVAL = "2026.3.23"  # the bfcl-eval release these categories and counts were read from (pyproject's bfcl extra)

@@ -17,9 +17,9 @@ from typing import Any, Iterable, Iterator, Mapping
 import attrs
 import yaml
 
-from toolmatrix import features
-from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem, read_yaml, schema_errors
-from toolmatrix.yamldata import JsonPath, load_json_yaml
+from toolmatrix.base import features
+from toolmatrix.base.specs import SpecError, SpecErrors, YamlDoc, json_schema_problem, read_yaml, schema_errors
+from toolmatrix.base.yamldata import JsonPath, load_json_yaml
 
 SCHEMA = "cases.schema.json"
 NO_PARAMETERS: dict = {"type": "object"}  # a tool that declares none: one object, read never written

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from toolmatrix.library.cases import case_files, load_cases
-from toolmatrix.specs import SpecErrors, read_yaml
+from toolmatrix.base.specs import SpecErrors, read_yaml
 
 _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")  # "e.g. DE" and "v0.2" do not end a sentence
 

@@ -27,7 +27,7 @@ try:  # the HTTP library under the openai client: httpx2 from openai 3, httpx be
 except ImportError:  # pragma: no cover - depends on the installed openai
     import httpx
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 from toolmatrix.wire.answer import Cut
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import MESSAGES, Surface, surface

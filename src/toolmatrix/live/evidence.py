@@ -28,7 +28,7 @@ import attrs
 
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.library.cases import Case
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 from toolmatrix.live.client import HTTPError, HttpClient
 from toolmatrix.formats import Family
 from toolmatrix.serving.registry import EvidenceSpec

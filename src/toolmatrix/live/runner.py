@@ -16,7 +16,7 @@ from toolmatrix.live.client import Connection
 from toolmatrix.formats import Family
 from toolmatrix.judge.blame import reblame
 from toolmatrix.live.evidence import Witness
-from toolmatrix.features import surface_features
+from toolmatrix.base.features import surface_features
 from toolmatrix.live.sampling import Sampling
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange, Mode

@@ -18,7 +18,7 @@ from typing import IO, Any, Mapping
 
 import attrs
 
-from toolmatrix.atomic import Replacing
+from toolmatrix.base.atomic import Replacing
 from toolmatrix.judge.checks import declared_reason
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.report.passk import sample_stats

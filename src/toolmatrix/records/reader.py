@@ -13,11 +13,11 @@ from typing import Iterable, Iterator, NamedTuple
 
 import attrs
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
 from toolmatrix.records.run import Run
 from toolmatrix.records.record import Blame, Outcome, Record, Verdict, conformance
-from toolmatrix.specs import fast_validator, validate_instance
+from toolmatrix.base.specs import fast_validator, validate_instance
 
 MAX_PROBLEMS = 5
 # A record holds engine JSON (at most jsontext.MAX_DEPTH levels) a few levels down: twice that is room enough,

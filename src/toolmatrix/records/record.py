@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 import attrs
 
-from toolmatrix.exitcodes import describe_exit
+from toolmatrix.base.exitcodes import describe_exit
 from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, encode_json_line, migrate
 from toolmatrix.wire.answer import Cut
 

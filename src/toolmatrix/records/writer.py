@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from toolmatrix.atomic import Replacing, write_json
+from toolmatrix.base.atomic import Replacing, write_json
 from toolmatrix.records.codec import RECORDS, RUN
 from toolmatrix.records.run import Run
 from toolmatrix.records.record import Record, Verdict

@@ -155,7 +155,7 @@ def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> 
 def _cluster_target(args: argparse.Namespace) -> str:
     """--cluster: the engine, fixture and modes of the triage cluster's repro set on ``args``; "" when set, else
     why not."""
-    from toolmatrix.specs import SpecErrors
+    from toolmatrix.base.specs import SpecErrors
 
     from .triage import load_triage
 
@@ -372,8 +372,8 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
-    from toolmatrix.atomic import write_text
-    from toolmatrix.specs import SpecErrors
+    from toolmatrix.base.atomic import write_text
+    from toolmatrix.base.specs import SpecErrors
 
     from .triage import classify, failing_records, load_triage, markdown, report
 

@@ -13,8 +13,8 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from toolmatrix import jsontext
-from toolmatrix.specs import validate_instance
+from toolmatrix.base import jsontext
+from toolmatrix.base.specs import validate_instance
 
 SCHEMA = "fixture.schema.json"
 _KNOWN = ("id", "family", "model", "text", "tools", "expected", "tags", "source", "reasoning_style", "token_ids",

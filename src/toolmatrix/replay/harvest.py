@@ -38,7 +38,7 @@ from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.formats import get_family
 from toolmatrix.serving.registry import load_models
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
-from toolmatrix.specs import validate_instance
+from toolmatrix.base.specs import validate_instance
 from toolmatrix.wire.answer import Message
 
 from .answers import answer_of, differences

@@ -24,7 +24,7 @@ from typing import Iterable, Iterator
 
 import attrs
 
-from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
+from toolmatrix.base.specs import SpecErrors, read_yaml, schema_errors
 
 from .session import mode_of
 

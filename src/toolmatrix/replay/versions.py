@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import attrs
 from packaging.version import InvalidVersion, Version
 
-from toolmatrix.atomic import write_text
+from toolmatrix.base.atomic import write_text
 from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info
 
 REGRESSION, FIX = "regression", "fix"

@@ -31,7 +31,7 @@ from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 from toolmatrix.report.passk import sample_stats
 from toolmatrix.records import (REPLAY, Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info,
                                 read_samples, repro_command, repro_prefix, run_dirs)
-from toolmatrix.specs import SpecErrors, read_yaml, schema_errors
+from toolmatrix.base.specs import SpecErrors, read_yaml, schema_errors
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 ALL = "*"  # --min-pass-rate '*=0.8': every category together

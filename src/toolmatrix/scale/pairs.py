@@ -24,14 +24,14 @@ from typing import Any, Sequence
 import attrs
 import pytest
 
-from toolmatrix import exitcodes
+from toolmatrix.base import exitcodes
 from toolmatrix.argtypes import base_url
 from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.serving.launchers.process import die_with_parent
 from toolmatrix.serving.registry import load_registry, resolve_model
 from toolmatrix.records import RUN
 from toolmatrix.scale.shards import safe_name
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 
 LISTS = ("--engine", "--model")
 RESULTS = "--results-dir"

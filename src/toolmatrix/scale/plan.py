@@ -21,7 +21,7 @@ from typing import Any
 from tabulate import tabulate
 
 from toolmatrix.argtypes import positive_int
-from toolmatrix.atomic import write_text
+from toolmatrix.base.atomic import write_text
 from toolmatrix.scale.executors import EmitError
 from toolmatrix.scale.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
 from toolmatrix.scale.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
@@ -30,7 +30,7 @@ from toolmatrix.serving.launchers.base import LaunchError
 from toolmatrix.serving.placeholders import render, render_json
 from toolmatrix.serving.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
 from toolmatrix.scale.shards import Plan, PlanError, new_batch, plan_shards
-from toolmatrix.specs import SpecErrors
+from toolmatrix.base.specs import SpecErrors
 
 USAGE_ERROR = 2
 

@@ -14,9 +14,9 @@ from typing import Any, Mapping
 
 import attrs
 
-from toolmatrix import features
+from toolmatrix.base import features
 from toolmatrix.serving.placeholders import unknown_placeholders
-from toolmatrix.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+from toolmatrix.base.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 LAUNCHER_KINDS = ("docker", "process")
 ANY_FAMILY = "*"  # cannot_serve key: every family without family_args

@@ -5,5 +5,5 @@ The types import nothing of the readers, the readers nothing of the exchange: ``
 module per surface <- ``surfaces`` <- ``exchange``. Nothing here imports the rest of toolmatrix but ``jsontext``.
 """
 
-# Imported by name, not here: ``results`` reads ``answer.Cut`` without loading the readers (and openai's client).
+# Imported by name, not here: ``records`` reads ``answer.Cut`` without loading the readers (and openai's client).
 __all__ = ["answer", "base", "chat", "exchange", "messages", "responses", "surfaces"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 
 
 @attrs.frozen

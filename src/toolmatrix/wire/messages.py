@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from toolmatrix import jsontext
+from toolmatrix.base import jsontext
 from toolmatrix.wire.answer import Call, Message
 from toolmatrix.wire.base import (MESSAGES, Surface, _events, _flat_choice, _flat_tool, _key, _short, _text_parts,
                                   joined_text)

@@ -207,7 +207,7 @@ def last_line(text: str) -> str:
 
 
 def _line(filed: Filed) -> str:
-    from toolmatrix.exitcodes import meaning
+    from toolmatrix.base.exitcodes import meaning
 
     if filed.exit_code is None:
         recorded = f"recorded as infra errors in {filed.results}" if filed.results else "nothing recorded"

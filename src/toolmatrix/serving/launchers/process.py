@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from toolmatrix.exitcodes import describe_exit
+from toolmatrix.base.exitcodes import describe_exit
 from toolmatrix.serving.launchers import cores
 from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file
 from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version

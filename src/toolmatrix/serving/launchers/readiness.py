@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.exitcodes import death_message
+from toolmatrix.base.exitcodes import death_message
 from toolmatrix.serving.launchers.base import LaunchError
 from toolmatrix.serving.placeholders import render, render_json
 from toolmatrix.serving.registry import EngineSpec, ReadinessStep

@@ -18,8 +18,8 @@ import jsonschema
 import jsonschema_rs
 import yaml
 
-from toolmatrix.features import fill_vocabulary
-from toolmatrix.yamldata import JsonPath, Refusal, load_json_yaml
+from toolmatrix.base.features import fill_vocabulary
+from toolmatrix.base.yamldata import JsonPath, Refusal, load_json_yaml
 
 
 @attrs.frozen
