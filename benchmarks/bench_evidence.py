@@ -26,7 +26,7 @@ from bench_harness import run_suite
 
 from toolmatrix.serving.launchers import ProcessLauncher
 from toolmatrix.serving.registry import data_root, load_engines, load_models
-from toolmatrix.results import read_records
+from toolmatrix.records import read_records
 
 MODEL = "qwen2.5-coder-0.5b"
 
