@@ -10,6 +10,7 @@ family's share per release, every flipped record with its reason on both sides) 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -179,13 +180,16 @@ def layout(sweep: Sweep, source: str) -> list[dict[str, Any]]:
 
 def write_summary(entries: list[dict[str, Any]], path: Path, fixtures: str = "") -> None:
     """The sweep's summary file (``replay-versions --write``): ``entries`` as ``layout`` gives them, and the fixture
-    file they replayed (its path as given and sha256), written whole or not at all."""
+    file they replayed (its path as given and sha256) and when, written whole or not at all; not where the runs lay
+    (``read_versions`` names the summary itself as the source)."""
     import hashlib
 
     path.parent.mkdir(parents=True, exist_ok=True)
     named = {"path": fixtures, "sha256": hashlib.sha256(Path(fixtures).read_bytes()).hexdigest()} if fixtures else None
-    write_text_atomic(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA, "fixtures": named,
-                                        "engines": entries}, ensure_ascii=False, indent=1) + "\n")
+    kept = [{key: value for key, value in entry.items() if key != "source"} for entry in entries]  # a machine's path
+    write_text_atomic(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA,
+                                        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                        "fixtures": named, "engines": kept}, ensure_ascii=False, indent=1) + "\n")
 
 
 def read_versions(path: Path) -> list[dict[str, Any]]:
