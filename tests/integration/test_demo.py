@@ -4,6 +4,8 @@ alone says engine), the right answers pass, nothing else fails, and the page is 
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +37,18 @@ def test_the_demo_says_it_is_one_and_where_its_page_is(demo):
     page = out / "matrix" / "index.html"
     assert f"The page: {page}" in proc.stdout and page.stat().st_size > 0
     assert "no model runs" in page.read_text(encoding="utf-8")
+
+
+def test_the_page_names_the_stand_in_not_an_engine_that_did_not_run(demo):
+    """The stand-in speaks vLLM's evidence protocol; its column, pair and engine spec title still say it is the demo."""
+    _, out = demo
+    page = (out / "matrix" / "index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="toolmatrix-data">(.*?)</script>', page, re.S)[1])
+    assert [e["id"] for e in data["engines"]] == ["demo"]
+    assert {c["pair"] for c in data["cells"]} == {"demo-no-model@demo"}
+    assert "vllm" not in json.dumps([data["engines"], data["models"], data["title"]]).lower()
+    spec = (out / "data" / "engines" / "demo.yaml").read_text(encoding="utf-8")
+    assert "title: toolmatrix demo stand-in (vLLM-like)" in spec and "same_generation: vllm_token_ids" in spec
 
 
 def test_each_bug_is_blamed_where_it_belongs_and_nothing_else_fails(demo):
