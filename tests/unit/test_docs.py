@@ -1,15 +1,27 @@
 """The docs site builds strictly (every page in the nav, every internal link and anchor found) with the CLI
-reference generated from the code; the README's links into it resolve."""
+reference generated from the code; the README's links into it resolve; and every command the README and the docs
+show is held: each parsed by its own program's parser (toolmatrix's, or pytest's with the plugin loaded), the cheap
+ones run from the docs' own text in a scratch checkout, the rest listed with why they are only parsed."""
 
+import argparse
 import importlib.util
+import json
 import os
+import functools
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
+from _pytest.config import get_config
+
+from toolmatrix.cli import build_parser, main
 
 ROOT = Path(__file__).parents[2]
 
@@ -50,32 +62,258 @@ def test_the_readme_links_resolve():
     assert [link for link in links if not (ROOT / link).exists()] == []
 
 
-def documented_commands() -> list[tuple[str, str]]:
-    """Every `toolmatrix …` command line of a shell block in the README and the docs pages (continuation lines
-    joined, `&&` chains split, comments dropped), with the file it is in."""
+SHELL_BLOCKS = ("bash", "sh")  # blocks of commands; a block with no language holds output (an error, a table)
+COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m) ")
+SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
+# Programs of the shell blocks that toolmatrix does not own, and what holds their lines instead.
+OTHER_PROGRAMS = {
+    "pip": "installs: CI runs `pip install -e '.[embedded,test,docs]'`",
+    "mkdocs": "test_the_site_builds_strictly_with_the_generated_cli_reference runs `mkdocs build --strict`",
+    "vllm": "starts vLLM (a GPU and its weights)",
+    "python -m sglang.launch_server": "starts SGLang (a GPU and its weights)",
+    "kubectl": "needs a Kubernetes cluster",
+    "ray": "needs a Ray cluster",
+}
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def documented_lines() -> list[tuple[str, str]]:
+    """Every command line of a shell block in the README and the docs pages (continuation lines joined, `&&`
+    chains split, comments dropped) and every inline code span that is a `toolmatrix`, `pytest` or `python -m`
+    command, with the page it is in."""
     found = []
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for info, block in re.findall(r"^```([\w-]*)\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M):
-            if info not in ("", "bash", "sh", "console"):
+    for page in _pages():
+        text = page.read_text(encoding="utf-8")
+        fence = re.compile(r"^```([\w-]*)\n(.*?)^```", re.S | re.M)
+        for info, block in fence.findall(text):
+            if info not in SHELL_BLOCKS:
                 continue
-            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-                for part in re.split(r"\s+&&\s+", line.strip()):
-                    if part.startswith("toolmatrix "):
-                        found.append((page.name, re.split(r"\s+#", part)[0]))
+            for line in re.sub(r"\s*\\\n\s*", " ", block).splitlines():
+                for part in re.split(r"\s+&&\s+", re.split(r"(?:^|\s+)#", line.strip())[0]):
+                    if part:
+                        found.append((page.name, part))
+        found += [(page.name, span) for span in re.findall(r"`([^`\n]+)`", fence.sub("", text)) if COMMAND.match(span)]
     return found
 
 
-def test_every_documented_toolmatrix_command_is_one_the_cli_takes():
-    """A command a reader copies must exist with the options it shows: each is parsed by the CLI's own parser
-    (not run). A line written as a syntax sketch (`[--engine E]`, `…`) is read as such and left out."""
-    from toolmatrix.cli import build_parser
+def documented_commands() -> list[tuple[str, str]]:
+    """The `toolmatrix …` lines among them."""
+    return [(page, line) for page, line in documented_lines() if line.startswith("toolmatrix ")]
 
+
+@functools.cache
+def _cli() -> argparse.ArgumentParser:
+    return build_parser()  # built once: parsing leaves no state in it
+
+
+def _subcommand(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The (sub)parser a toolmatrix command line names (`matrix build` two levels down), and the words after it."""
+    parser = _cli()
+    while words and parser._subparsers is not None:  # argparse keeps its subcommands nowhere public
+        choices = parser._subparsers._group_actions[0].choices
+        if words[0] not in choices:
+            break
+        parser, words = choices[words[0]], words[1:]
+    return parser, words
+
+
+def _pytest_config(args: list[str]):
+    """pytest's own configuration for these arguments, with every installed plugin (toolmatrix, xdist,
+    pytest-base-url, ...) and this checkout's conftest: a renamed or retyped option is pytest's usage error."""
+    config = get_config(args)
+    try:
+        config.parse(args)
+    finally:
+        config._ensure_unconfigure()
+    return config
+
+
+def _options(words: list[str]) -> list[str]:
+    return [w.split("=")[0] for w in words if w.startswith("-") and not re.fullmatch(r"-\d.*", w)]
+
+
+def _takes(words: list[str]) -> bool:
+    try:
+        _cli().parse_args(words)
+    except SystemExit as exc:
+        return exc.code == 0  # `--version` exits 0 on its own
+    return True
+
+
+def _concrete(command: str) -> bool:
+    """A command line to copy, not a syntax sketch (`[--engine E]`, `DIR CASE`, `…`) nor a command named in prose
+    (`toolmatrix gate`, which alone is not enough to run)."""
+    words = shlex.split(command)[1:]
+    return not SKETCH.search(command) and (_takes(words) or _subcommand(words)[1] != [])
+
+
+def test_every_documented_toolmatrix_command_is_one_the_cli_takes():
+    """A command a reader copies must exist with the options it shows: each is parsed by the CLI's own parser. A
+    sketch or a command named in prose cannot be parsed whole: its subcommand must exist and each option it names
+    must be one of that subcommand's."""
     commands = documented_commands()
-    assert len(commands) >= 20
+    assert len(commands) >= 60
     for page, command in commands:
-        if re.search(r"\[|…|\.\.\.|\|", command):
+        words = shlex.split(command)[1:]
+        if _concrete(command):
+            assert _takes(words), f"{page}: `{command}` is not a command toolmatrix takes"
+            continue
+        parser, rest = _subcommand(words)
+        named = parser.prog != "toolmatrix" or rest[0].startswith("-") or rest[0].isupper()  # or `COMMAND`
+        assert named, f"{page}: `{command}`: no such command"
+        unknown = [o for o in _options(rest) if o not in parser._option_string_actions]
+        assert unknown == [], f"{page}: `{command}`: {parser.prog} has no option {unknown}"
+
+
+def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
+    """Each `pytest …` line is parsed by pytest's own option parser with the plugin loaded (its option types too:
+    `--api`, `--case-shard`); a sketch's options must each be known. All of them start an engine or reach a
+    server, or run toolmatrix's own tests (CI does): none is run here."""
+    lines = [(page, line) for page, line in documented_lines() if line.startswith("pytest ")]
+    assert len(lines) >= 25
+    known = None
+    for page, line in lines:
+        words = shlex.split(line)[1:]
+        if SKETCH.search(line) or len(words) == 1 and words[0].startswith("--"):  # or an option named in prose
+            known = known or _pytest_config([])._parser.optparser._option_string_actions  # set by parse, pytest 8 and 9
+            assert [o for o in _options(words) if o not in known] == [], f"{page}: `{line}`"
             continue
         try:
-            build_parser().parse_args(shlex.split(command)[1:])
-        except SystemExit:
-            pytest.fail(f"{page}: `{command}` is not a command toolmatrix takes")
+            config = _pytest_config(list(words))  # pytest inserts its ini addopts into the list it is given
+        except pytest.UsageError as exc:
+            pytest.fail(f"{page}: `{line}`: {exc}")
+        assert config.getoption("--engine") or config.getoption("--base-url") or words == ["-n", "2"], line
+
+
+def test_every_documented_module_and_program_is_known():
+    """`python -m toolmatrix.…` names a module that is there; any other program of a shell block is one of those
+    toolmatrix does not own (`OTHER_PROGRAMS`, each with what holds it), so a new kind of line is looked at."""
+    for page, line in documented_lines():
+        if line.startswith("python -m toolmatrix"):
+            module = line.split()[2]
+            assert importlib.util.find_spec(module) is not None, f"{page}: `{line}`: no module {module}"
+        elif not line.startswith(("toolmatrix ", "pytest ")):
+            assert any(line == p or line.startswith(p + " ") for p in OTHER_PROGRAMS), f"{page}: `{line}`"
+
+
+# The toolmatrix commands of the docs that are only parsed, by the first words of the line, with why.
+ONLY_PARSED = {
+    "toolmatrix demo": "tests/integration/test_demo.py runs the README's line (the suite under pytest, ~10 s)",
+    "toolmatrix install": "builds or downloads an engine (minutes, network)",
+    "toolmatrix replay-install": "installs the engines' parser environments (network)",
+    "toolmatrix replay --": "replays through the installed parser environments (replay-install)",
+    "toolmatrix replay-sweep": "installs and replays released engine versions (network)",
+    "toolmatrix replay-agreement": "reads the replay run of the line before it",
+    "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
+    "toolmatrix matrix build results/replay": "would rewrite the committed results/replay/matrix",
+    "toolmatrix matrix build shards": "reads the shards a fan-out collected",
+    "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
+    "toolmatrix show results/now": "a gate line pasted into the reader's own run",
+    "toolmatrix bfcl-categories": "needs bfcl-eval, an optional package (`pip install --no-deps bfcl-eval==…`)",
+}
+
+
+def _gate_failed(out: str, ws: Path) -> None:
+    """The documented gate between two committed runs (0.5B on llama.cpp, then on vLLM): the documented allow
+    file is read, regressions are listed and the JUnit report names them."""
+    assert "gate: FAILED" in out and re.search(r"allowlisted: [1-9]\d* case x mode", out), out[-2000:]
+    report = ET.parse(ws / "reports" / "gate.xml").getroot()
+    assert int(report.get("failures") or next(report.iter("testsuite")).get("failures")) > 0
+
+
+def _plan_file(path: str, want: Callable[[list], bool]) -> Callable[[str, Path], None]:
+    return lambda out, ws: want(list(yaml.safe_load_all((ws / path).read_text(encoding="utf-8"))))
+
+
+def _jsonl(path: str) -> Callable[[str, Path], None]:
+    def check(out: str, ws: Path) -> None:
+        lines = (ws / path).read_text(encoding="utf-8").splitlines()
+        assert lines and all(json.loads(line)["id"] for line in lines) and out.startswith(f"{len(lines)} fixtures")
+    return check
+
+
+def _true(check: bool) -> bool:
+    assert check
+    return check
+
+
+# Documented commands run from the docs' own text in the scratch checkout: the exit status, and a check of what
+# it did (output, files written).
+RUN: dict[str, tuple[int, Callable[[str, Path], object]]] = {
+    "toolmatrix --version": (0, lambda out, ws: _true(re.fullmatch(r"toolmatrix \S+\n", out) is not None)),
+    "toolmatrix cases": (0, lambda out, ws: _true(re.match(r"\d{3} cases in \d+ categories", out) is not None)),
+    "toolmatrix engines": (0, lambda out, ws: _true("vllm/vllm-openai:" in out and "llama-server" in out)),
+    "toolmatrix plan --engine vllm --model qwen3 --launcher docker":
+        (0, lambda out, ws: _true("pair:       qwen3@vllm" in out and "--tool-call-parser" in out)),
+    "toolmatrix plan --emit json --engine llamacpp,vllm --model qwen2.5-coder-0.5b,qwen3 --launcher docker":
+        (0, lambda out, ws: _true(json.loads(out)["format"] == "toolmatrix-plan"
+                                  and "qwen3@vllm+docker" in {s["id"] for s in json.loads(out)["shards"]})),
+    "toolmatrix plan --emit github-actions --engine llamacpp,vllm --model qwen2.5-coder-0.5b,qwen3 --launcher docker "
+    "--case-shards 2 --gpu-runs-on self-hosted,gpu -o .github/workflows/toolmatrix.yml":
+        (0, _plan_file(".github/workflows/toolmatrix.yml", lambda docs: _true(len(docs[0]["jobs"]) >= 2))),
+    "toolmatrix plan --emit kubernetes --engine llamacpp,vllm --model qwen2.5-coder-0.5b,qwen3 --launcher docker "
+    "--toolmatrix-image registry.example.com/toolmatrix:0.1.0 --namespace evals -o jobs.yaml":
+        (0, _plan_file("jobs.yaml", lambda docs: _true("Job" in {d["kind"] for d in docs if d}))),
+    "toolmatrix show results/cpu-qwen2.5-coder choose.cancel_order --pair qwen2.5-coder-0.5b@llamacpp --mode nonstream":
+        (0, lambda out, ws: _true(out.startswith("choose.cancel_order [nonstream] on qwen2.5-coder-0.5b@llamacpp")
+                                  and "curl " in out)),
+    "toolmatrix matrix build results/ -o matrix/":
+        (0, lambda out, ws: _true("qwen2.5-coder-0.5b@mlxlm" in (ws / "matrix" / "matrix.md").read_text())),
+    "toolmatrix gate --baseline results/baseline --results results/staging --min-pass-rate '*=0.9' "
+    "--min-conformance '*=0.95' --allow allow.yaml --junit-xml reports/gate.xml": (1, _gate_failed),
+    "toolmatrix gate --baseline results/baseline --results results/staging --min-pass-rate '*=0.9' "
+    "--min-pass-rate parallel=0.8 --min-conformance '*=0.95' --allow allow.yaml --junit-xml reports/gate.xml":
+        (1, _gate_failed),
+    "toolmatrix replay-generate -o fixtures.jsonl": (0, _jsonl("fixtures.jsonl")),
+    "toolmatrix replay-generate --every 8 -o results/replay/fixtures.jsonl": (0, _jsonl("results/replay/fixtures.jsonl")),
+    "toolmatrix replay-harvest results/cpu-qwen2.5-coder results/cpu-gemma3-270m -o harvested.jsonl":
+        (0, _jsonl("harvested.jsonl")),
+}
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """A reader's checkout, for commands run from the docs: the committed runs they read (linked, read only),
+    two of them as the gate's baseline and staging, the folders a reader's repository has, a small run copied as the only run `matrix build results/`
+    finds, and the gate's allow file as the gate page shows it. What the commands write stays here."""
+    ws = tmp_path_factory.mktemp("checkout")
+    committed = ROOT / "results"
+    (ws / "results" / "replay").mkdir(parents=True)
+    (ws / ".github" / "workflows").mkdir(parents=True)
+    for name in ("cpu-qwen2.5-coder", "cpu-gemma3-270m"):
+        (ws / "results" / name).symlink_to(committed / name, target_is_directory=True)
+    (ws / "results" / "baseline").symlink_to(committed / "cpu-qwen2.5-coder" / "qwen2.5-coder-0.5b@llamacpp")
+    (ws / "results" / "staging").symlink_to(committed / "cpu-qwen2.5-coder" / "qwen2.5-coder-0.5b@vllm")
+    shutil.copytree(committed / "mlxlm-measured", ws / "results" / "mlxlm-measured")
+    allow = re.search(r"^```yaml\n(allow:\n.*?)^```", (ROOT / "docs" / "gate.md").read_text(), re.S | re.M)
+    (ws / "allow.yaml").write_text(allow[1], encoding="utf-8")
+    return ws
+
+
+def test_every_documented_toolmatrix_command_is_run_or_says_why_not():
+    """A concrete command of the docs is run below or listed in ONLY_PARSED with why; RUN holds no line the docs
+    lost (a changed docs line must be changed here too, so the two cannot drift apart)."""
+    concrete = {line for _, line in documented_commands() if _concrete(line)}
+    unheld = [line for line in concrete if line not in RUN and not any(
+        line == prefix or line.startswith(prefix + " ") or line.startswith(prefix) and prefix.endswith(("--", "/"))
+        for prefix in ONLY_PARSED)]
+    assert unheld == []
+    assert sorted(set(RUN) - concrete) == []
+
+
+@pytest.mark.parametrize("command", sorted(RUN), ids=lambda command: " ".join(command.split()[1:4]))
+def test_a_documented_command_does_what_the_docs_say(command, checkout, monkeypatch, capsys):
+    """Run in process (no interpreter start per command) from the scratch checkout: its exit status and what it
+    printed or wrote."""
+    status, check = RUN[command]
+    monkeypatch.chdir(checkout)
+    try:
+        code = main(shlex.split(command)[1:])
+    except SystemExit as exc:  # argparse's --version
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == status, f"`{command}` exited {code}:\n{out[-1500:]}\n{err[-1500:]}"
+    check(out, checkout)
