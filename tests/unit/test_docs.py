@@ -150,22 +150,41 @@ def _concrete(command: str) -> bool:
     return not SKETCH.search(command) and (_takes(words) or _subcommand(words)[1] != [])
 
 
+def _cli_problem(command: str) -> str | None:
+    words = shlex.split(command)[1:]
+    if _concrete(command):
+        return None if _takes(words) else "not a command toolmatrix takes"
+    parser, rest = _subcommand(words)
+    if parser.prog == "toolmatrix" and not (rest[0].startswith("-") or rest[0].isupper()):  # `COMMAND` is a sketch
+        return "no such command"
+    unknown = [o for o in _options(rest) if o not in parser._option_string_actions]
+    return f"{parser.prog} has no option {', '.join(unknown)}" if unknown else None
+
+
 def test_every_documented_toolmatrix_command_is_one_the_cli_takes():
     """A command a reader copies must exist with the options it shows: each is parsed by the CLI's own parser. A
     sketch or a command named in prose cannot be parsed whole: its subcommand must exist and each option it names
     must be one of that subcommand's."""
     commands = documented_commands()
     assert len(commands) >= 60
-    for page, command in commands:
-        words = shlex.split(command)[1:]
-        if _concrete(command):
-            assert _takes(words), f"{page}: `{command}` is not a command toolmatrix takes"
-            continue
-        parser, rest = _subcommand(words)
-        named = parser.prog != "toolmatrix" or rest[0].startswith("-") or rest[0].isupper()  # or `COMMAND`
-        assert named, f"{page}: `{command}`: no such command"
-        unknown = [o for o in _options(rest) if o not in parser._option_string_actions]
-        assert unknown == [], f"{page}: `{command}`: {parser.prog} has no option {unknown}"
+    problems = [f"{page}: `{command}`: {problem}" for page, command in commands
+                if (problem := _cli_problem(command))]
+    assert problems == []
+
+
+def _pytest_problem(line: str) -> str | None:
+    words = shlex.split(line)[1:]
+    if SKETCH.search(line) or len(words) == 1 and words[0].startswith("--"):  # or an option named in prose
+        known = _pytest_config([])._parser.optparser._option_string_actions  # set by parse, pytest 8 and 9
+        unknown = [o for o in _options(words) if o not in known]
+        return f"pytest has no option {', '.join(unknown)}" if unknown else None
+    try:
+        config = _pytest_config(list(words))  # pytest inserts its ini addopts into the list it is given
+    except pytest.UsageError as exc:
+        return str(exc).splitlines()[1]
+    if not (config.getoption("--engine") or config.getoption("--base-url") or words == ["-n", "2"]):
+        return "neither a target (--engine, --base-url) nor toolmatrix's own tests (`pytest -n 2`)"
+    return None
 
 
 def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
@@ -174,29 +193,19 @@ def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
     server, or run toolmatrix's own tests (CI does): none is run here."""
     lines = [(page, line) for page, line in documented_lines() if line.startswith("pytest ")]
     assert len(lines) >= 25
-    known = None
-    for page, line in lines:
-        words = shlex.split(line)[1:]
-        if SKETCH.search(line) or len(words) == 1 and words[0].startswith("--"):  # or an option named in prose
-            known = known or _pytest_config([])._parser.optparser._option_string_actions  # set by parse, pytest 8 and 9
-            assert [o for o in _options(words) if o not in known] == [], f"{page}: `{line}`"
-            continue
-        try:
-            config = _pytest_config(list(words))  # pytest inserts its ini addopts into the list it is given
-        except pytest.UsageError as exc:
-            pytest.fail(f"{page}: `{line}`: {exc}")
-        assert config.getoption("--engine") or config.getoption("--base-url") or words == ["-n", "2"], line
+    problems = [f"{page}: `{line}`: {problem}" for page, line in lines if (problem := _pytest_problem(line))]
+    assert problems == []
 
 
 def test_every_documented_module_and_program_is_known():
     """`python -m toolmatrix.…` names a module that is there; any other program of a shell block is one of those
     toolmatrix does not own (`OTHER_PROGRAMS`, each with what holds it), so a new kind of line is looked at."""
-    for page, line in documented_lines():
-        if line.startswith("python -m toolmatrix"):
-            module = line.split()[2]
-            assert importlib.util.find_spec(module) is not None, f"{page}: `{line}`: no module {module}"
-        elif not line.startswith(("toolmatrix ", "pytest ")):
-            assert any(line == p or line.startswith(p + " ") for p in OTHER_PROGRAMS), f"{page}: `{line}`"
+    modules = [(page, line) for page, line in documented_lines() if line.startswith("python -m toolmatrix")]
+    assert len(modules) >= 3
+    assert [(page, line) for page, line in modules if importlib.util.find_spec(line.split()[2]) is None] == []
+    others = [(page, line) for page, line in documented_lines() if not COMMAND.match(line)]
+    assert [(page, line) for page, line in others
+            if not any(line == p or line.startswith(p + " ") for p in OTHER_PROGRAMS)] == []
 
 
 # The toolmatrix commands of the docs that are only parsed, by the first words of the line, with why.
