@@ -4,7 +4,9 @@ show is held: each parsed by its own program's parser (toolmatrix's, or pytest's
 ones run from the docs' own text in a scratch checkout, the rest listed with why they are only parsed."""
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import functools
@@ -95,7 +97,8 @@ def documented_lines() -> list[tuple[str, str]]:
                 for part in re.split(r"\s+&&\s+", re.split(r"(?:^|\s+)#", line.strip())[0]):
                     if part:
                         found.append((page.name, part))
-        found += [(page.name, span) for span in re.findall(r"`([^`\n]+)`", fence.sub("", text)) if COMMAND.match(span)]
+        spans = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", fence.sub("", text)) if "\n\n" not in span]
+        found += [(page.name, span) for span in spans if COMMAND.match(span)]  # a span may wrap: one line again
     return found
 
 
@@ -135,25 +138,28 @@ def _options(words: list[str]) -> list[str]:
     return [w.split("=")[0] for w in words if w.startswith("-") and not re.fullmatch(r"-\d.*", w)]
 
 
-def _takes(words: list[str]) -> bool:
-    try:
-        _cli().parse_args(words)
-    except SystemExit as exc:
-        return exc.code == 0  # `--version` exits 0 on its own
-    return True
+def _cli_error(words: list[str]) -> str | None:
+    """What the CLI's parser says of these words: None where it takes them."""
+    with contextlib.redirect_stderr(io.StringIO()) as said:
+        try:
+            _cli().parse_args(words)
+        except SystemExit as exc:
+            return None if exc.code == 0 else said.getvalue() or "exit 2"  # `--version` exits 0 on its own
+    return None
 
 
 def _concrete(command: str) -> bool:
-    """A command line to copy, not a syntax sketch (`[--engine E]`, `DIR CASE`, `…`) nor a command named in prose
-    (`toolmatrix gate`, which alone is not enough to run)."""
-    words = shlex.split(command)[1:]
-    return not SKETCH.search(command) and (_takes(words) or _subcommand(words)[1] != [])
+    """A command line to copy, not a syntax sketch (`[--engine E]`, `DIR CASE`, `…`) nor a command or option named
+    in prose (`toolmatrix gate`, `toolmatrix replay --engine sglang@0.5.9`: their required arguments left out)."""
+    error = _cli_error(shlex.split(command)[1:])
+    return not SKETCH.search(command) and not (error and "the following arguments are required" in error)
 
 
 def _cli_problem(command: str) -> str | None:
     words = shlex.split(command)[1:]
     if _concrete(command):
-        return None if _takes(words) else "not a command toolmatrix takes"
+        error = _cli_error(words)
+        return error and "not a command toolmatrix takes: " + error.strip().splitlines()[-1]
     parser, rest = _subcommand(words)
     if parser.prog == "toolmatrix" and not (rest[0].startswith("-") or rest[0].isupper()):  # `COMMAND` is a sketch
         return "no such command"
@@ -208,7 +214,7 @@ def test_every_documented_module_and_program_is_known():
             if not any(line == p or line.startswith(p + " ") for p in OTHER_PROGRAMS)] == []
 
 
-# The toolmatrix commands of the docs that are only parsed, by the first words of the line, with why.
+# The toolmatrix commands of the docs that are only parsed, by how the line starts, with why.
 ONLY_PARSED = {
     "toolmatrix demo": "tests/integration/test_demo.py runs the README's line (the suite under pytest, ~10 s)",
     "toolmatrix install": "builds or downloads an engine (minutes, network)",
@@ -218,6 +224,8 @@ ONLY_PARSED = {
     "toolmatrix replay-agreement": "reads the replay run of the line before it",
     "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
     "toolmatrix matrix build results/replay": "would rewrite the committed results/replay/matrix",
+    "toolmatrix matrix build results/cpu-": "would rewrite a published snapshot's committed page",
+    "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
     "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
     "toolmatrix show results/now": "a gate line pasted into the reader's own run",
@@ -303,14 +311,13 @@ def checkout(tmp_path_factory) -> Path:
 
 
 def test_every_documented_toolmatrix_command_is_run_or_says_why_not():
-    """A concrete command of the docs is run below or listed in ONLY_PARSED with why; RUN holds no line the docs
-    lost (a changed docs line must be changed here too, so the two cannot drift apart)."""
+    """A concrete command of the docs is run below or listed in ONLY_PARSED with why; RUN and ONLY_PARSED hold no
+    line the docs lost (a changed docs line must be changed here too, so the two cannot drift apart)."""
     concrete = {line for _, line in documented_commands() if _concrete(line)}
-    unheld = [line for line in concrete if line not in RUN and not any(
-        line == prefix or line.startswith(prefix + " ") or line.startswith(prefix) and prefix.endswith(("--", "/"))
-        for prefix in ONLY_PARSED)]
+    unheld = [line for line in concrete if line not in RUN and not any(map(line.startswith, ONLY_PARSED))]
     assert unheld == []
     assert sorted(set(RUN) - concrete) == []
+    assert [prefix for prefix in ONLY_PARSED if not any(line.startswith(prefix) for line in concrete)] == []
 
 
 @pytest.mark.parametrize("command", sorted(RUN), ids=lambda command: " ".join(command.split()[1:4]))
