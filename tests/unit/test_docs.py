@@ -66,7 +66,7 @@ def test_the_readme_links_resolve():
 
 SHELL_BLOCKS = ("bash", "sh")  # blocks of commands; a block with no language holds output (an error, a table)
 COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m) ")
-SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
+SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b(?!\.)")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
 # Programs of the shell blocks that toolmatrix does not own, and what holds their lines instead.
 OTHER_PROGRAMS = {
     "pip": "installs: CI runs `pip install -e '.[embedded,test,docs]'`",
@@ -228,7 +228,6 @@ ONLY_PARSED = {
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
     "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
-    "toolmatrix show results/now": "a gate line pasted into the reader's own run",
     "toolmatrix bfcl-categories": "needs bfcl-eval, an optional package (`pip install --no-deps bfcl-eval==…`)",
 }
 
