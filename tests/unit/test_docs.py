@@ -203,6 +203,16 @@ def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
     assert problems == []
 
 
+def test_the_running_page_names_every_option_of_the_plugin():
+    """Running the suite promises every pytest option of the plugin in its table: one added to the plugin and not
+    to the page fails here (the CLI reference has them anyway, generated)."""
+    options = [name for option in _pytest_config([])._parser.getgroup("toolmatrix").options
+               for name in option.names() if name.startswith("--")]
+    table = (ROOT / "docs" / "running.md").read_text(encoding="utf-8").split("## Options", 1)[1].split("\n## ", 1)[0]
+    assert len(options) >= 20
+    assert [name for name in options if not re.search(rf"`{name}[=`]", table)] == []
+
+
 def test_every_documented_module_and_program_is_known():
     """`python -m toolmatrix.…` names a module that is there; any other program of a shell block is one of those
     toolmatrix does not own (`OTHER_PROGRAMS`, each with what holds it), so a new kind of line is looked at."""
