@@ -213,6 +213,18 @@ def test_the_running_page_names_every_option_of_the_plugin():
     assert [name for name in options if not re.search(rf"`{name}[=`]", table)] == []
 
 
+def test_the_librarys_size_where_the_docs_state_it_is_the_librarys():
+    """The README and the glossary state the case library's size as of today: a case added updates them."""
+    from toolmatrix.cases import library_dir, load_cases
+
+    cases = load_cases([library_dir()])
+    categories = len({case.category for case in cases})
+    readme = re.search(r"\*\*case library\*\* \((\d+) cases in (\d+) categories\)", (ROOT / "README.md").read_text())
+    glossary = re.search(r"a library of (\d+) cases is (\d+) records", (ROOT / "docs" / "glossary.md").read_text())
+    assert (int(readme[1]), int(readme[2])) == (len(cases), categories)
+    assert (int(glossary[1]), int(glossary[2])) == (len(cases), 2 * len(cases))
+
+
 def test_every_documented_module_and_program_is_known():
     """`python -m toolmatrix.…` names a module that is there; any other program of a shell block is one of those
     toolmatrix does not own (`OTHER_PROGRAMS`, each with what holds it), so a new kind of line is looked at."""
