@@ -65,7 +65,7 @@ def test_the_readme_links_resolve():
 
 
 SHELL_BLOCKS = ("bash", "sh")  # blocks of commands; a block with no language holds output (an error, a table)
-COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m) ")
+COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m|python benchmarks/\S+\.py)(?: |$)")
 SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b(?!\.)")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
 # Programs of the shell blocks that toolmatrix does not own, and what holds their lines instead.
 OTHER_PROGRAMS = {
@@ -135,6 +135,8 @@ def _pytest_config(args: list[str]):
 
 
 def _options(words: list[str]) -> list[str]:
+    """The option names among a line's words, a sketch's optional ones (`[--fuzz-seed S]`) too."""
+    words = [w.strip("[]") for w in words]
     return [w.split("=")[0] for w in words if w.startswith("-") and not re.fullmatch(r"-\d.*", w)]
 
 
@@ -226,11 +228,18 @@ def test_the_librarys_size_where_the_docs_state_it_is_the_librarys():
 
 
 def test_every_documented_module_and_program_is_known():
-    """`python -m toolmatrix.…` names a module that is there; any other program of a shell block is one of those
+    """`python -m toolmatrix.…` names a module that is there, `python benchmarks/…` a script there with the
+    options shown; any other program of a shell block is one of those
     toolmatrix does not own (`OTHER_PROGRAMS`, each with what holds it), so a new kind of line is looked at."""
     modules = [(page, line) for page, line in documented_lines() if line.startswith("python -m toolmatrix")]
     assert len(modules) >= 3
     assert [(page, line) for page, line in modules if importlib.util.find_spec(line.split()[2]) is None] == []
+    # The benchmarks (minutes each, and they measure: never run here) read their own argv: each option a line
+    # shows must be one the script names.
+    scripts = [(page, line) for page, line in documented_lines() if line.startswith("python benchmarks/")]
+    assert len(scripts) >= 5
+    assert [(page, line) for page, line in scripts if not (ROOT / line.split()[1]).is_file() or any(
+        f'"{option}"' not in (ROOT / line.split()[1]).read_text() for option in _options(shlex.split(line)[2:]))] == []
     others = [(page, line) for page, line in documented_lines() if not COMMAND.match(line)]
     assert [(page, line) for page, line in others
             if not any(line == p or line.startswith(p + " ") for p in OTHER_PROGRAMS)] == []
