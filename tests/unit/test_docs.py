@@ -69,7 +69,7 @@ COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m|python benchmarks/\S+\.py
 SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b(?!\.)")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
 # Programs of the shell blocks that toolmatrix does not own, and what holds their lines instead.
 OTHER_PROGRAMS = {
-    "pip": "installs: CI runs `pip install -e '.[embedded,test,docs]'`",
+    "pip": "installs: .ci/run installs as the README says, from a new virtual environment",
     "mkdocs": "test_the_site_builds_strictly_with_the_generated_cli_reference runs `mkdocs build --strict`",
     "vllm": "starts vLLM (a GPU and its weights)",
     "python -m sglang.launch_server": "starts SGLang (a GPU and its weights)",
@@ -216,8 +216,10 @@ def test_the_running_page_names_every_option_of_the_plugin():
 
 
 def test_the_librarys_size_where_the_docs_state_it_is_the_librarys():
-    """The README and the glossary state the case library's size as of today: a case added updates them."""
+    """The README and the glossary state the case library's size as of today, the engines page the registry's:
+    a case or model added updates them."""
     from toolmatrix.cases import library_dir, load_cases
+    from toolmatrix.registry import load_models
 
     cases = load_cases([library_dir()])
     categories = len({case.category for case in cases})
@@ -225,6 +227,8 @@ def test_the_librarys_size_where_the_docs_state_it_is_the_librarys():
     glossary = re.search(r"a library of (\d+) cases is (\d+) records", (ROOT / "docs" / "glossary.md").read_text())
     assert (int(readme[1]), int(readme[2])) == (len(cases), categories)
     assert (int(glossary[1]), int(glossary[2])) == (len(cases), 2 * len(cases))
+    registry = re.search(r"the registry holds (\d+) models", (ROOT / "docs" / "engines.md").read_text())
+    assert int(registry[1]) == len(load_models())
 
 
 def test_every_documented_module_and_program_is_known():
