@@ -205,6 +205,33 @@ def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
     assert problems == []
 
 
+# Options the docs show of programs toolmatrix does not own.
+FOREIGN_OPTIONS = {
+    "ray start": {"--address", "--head", "--num-cpus", "--num-gpus"},
+    "engines' own servers": {"--chat-template-file", "--jinja", "--enable-auto-tool-choice", "--tool-call-parser",
+                             "--model-path", "--port", "--dyn-tool-call-parser", "--dyn-reasoning-parser"},
+    "pip": {"--no-cache-dir", "--no-deps", "--target"},
+}
+
+
+def _every_option(parser: argparse.ArgumentParser) -> set[str]:
+    below = parser._subparsers._group_actions[0].choices.values() if parser._subparsers else []
+    return set(parser._option_string_actions).union(*map(_every_option, below))
+
+
+def test_every_option_the_docs_name_is_one_a_program_takes():
+    """An option named anywhere in the README or the docs, prose too (`--case-shards N`), is one of toolmatrix's
+    commands, of pytest with the plugin, of a benchmark script, or of a program listed in FOREIGN_OPTIONS: a
+    renamed option leaves no sentence behind."""
+    known = _every_option(_cli()) | set(_pytest_config([])._parser.optparser._option_string_actions)
+    known = known.union(*FOREIGN_OPTIONS.values())
+    benchmarks = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "benchmarks").glob("*.py"))
+    named = {(page.name, option) for page in _pages()
+             for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", page.read_text(encoding="utf-8"))}
+    assert sorted((page, option) for page, option in named
+                  if option not in known and f'"{option}"' not in benchmarks) == []
+
+
 def test_the_running_page_names_every_option_of_the_plugin():
     """Running the suite promises every pytest option of the plugin in its table: one added to the plugin and not
     to the page fails here (the CLI reference has them anyway, generated)."""
