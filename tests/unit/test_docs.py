@@ -232,6 +232,27 @@ def test_every_option_the_docs_name_is_one_a_program_takes():
                   if option not in known and f'"{option}"' not in benchmarks) == []
 
 
+REPO_PATH = re.compile(r"`((?:src|tests|benchmarks|cases|engines|docs|results|\.ci)/[^`\s:]*)")
+PLACEHOLDER = re.compile(r"\b(?!README|TRIAGE|NOTICE)[A-Z][A-Z_]*\b|\*|…|<|\{")  # `engines/ENGINE.yaml`, `cells/*.jsonl`
+
+
+def test_every_repository_path_and_module_the_docs_name_is_there():
+    """A file moved or renamed leaves no page naming its old place: each path of the repository a page names in
+    code (a pattern such as `engines/ENGINE.yaml` aside; under `results/`, a path into a committed snapshot, not
+    an example's output such as `results/local/`) is there, and each `toolmatrix.…` module imports."""
+    named = [(page.name, path) for page in _pages() for path in REPO_PATH.findall(page.read_text(encoding="utf-8"))
+             if not PLACEHOLDER.search(path)]
+    snapshots = {str(p.relative_to(ROOT)) for p in (ROOT / "results").iterdir()}
+    checked = [(page, path) for page, path in named
+               if not path.startswith("results/") or "/".join(path.split("/")[:2]).rstrip("/") in snapshots]
+    assert len(checked) >= 40
+    assert [(page, path) for page, path in checked if not (ROOT / path).exists()] == []
+    modules = {(page.name, module) for page in _pages()
+               for module in re.findall(r"`(toolmatrix(?:\.[a-z_]+)+)`", page.read_text(encoding="utf-8"))}
+    assert len(modules) >= 5
+    assert sorted((page, module) for page, module in modules if importlib.util.find_spec(module) is None) == []
+
+
 def test_the_running_page_names_every_option_of_the_plugin():
     """Running the suite promises every pytest option of the plugin in its table: one added to the plugin and not
     to the page fails here (the CLI reference has them anyway, generated)."""
