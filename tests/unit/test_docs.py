@@ -142,7 +142,7 @@ def _options(words: list[str]) -> list[str]:
 
 def _cli_error(words: list[str]) -> str | None:
     """What the CLI's parser says of these words: None where it takes them."""
-    with contextlib.redirect_stderr(io.StringIO()) as said:
+    with contextlib.redirect_stderr(io.StringIO()) as said, contextlib.redirect_stdout(io.StringIO()):  # --version
         try:
             _cli().parse_args(words)
         except SystemExit as exc:
