@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,21 @@ from toolmatrix.results import read_records
 FIRST_CHECK = {"parallel": "stream_consistency", "unicode": "ascii_escaping", "nested": "arguments_schema"}
 
 
+ROOT = Path(__file__).parents[2]
+
+
+def readme_demo() -> list[str]:
+    """The README's first-result command as a reader copies it (tests/unit/test_docs.py leaves running it here)."""
+    line = re.search(r"^pip install -e \. && (toolmatrix demo\b.*)$", (ROOT / "README.md").read_text(), re.M)
+    assert line, "the README has no `pip install -e . && toolmatrix demo` line"
+    return shlex.split(line[1])[1:]
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """The README's line, into a fresh directory (`-o`) with the workers the tests may use (`-j 2`)."""
     out = tmp_path_factory.mktemp("demo") / "fresh"
-    proc = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "demo", "-o", str(out), "-j", "2"],
+    proc = subprocess.run([sys.executable, "-m", "toolmatrix.cli", *readme_demo(), "-o", str(out), "-j", "2"],
                           capture_output=True, text=True, timeout=300)
     return proc, out
 

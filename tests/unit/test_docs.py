@@ -66,7 +66,8 @@ def test_the_readme_links_resolve():
 
 SHELL_BLOCKS = ("bash", "sh")  # blocks of commands; a block with no language holds output (an error, a table)
 COMMAND = re.compile(r"^(?:toolmatrix|pytest|python -m|python benchmarks/\S+\.py)(?: |$)")
-SKETCH = re.compile(r"\[|…|\.\.\.|\||<|\b[A-Z][A-Z_]*\b(?!\.)")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
+PLACEHOLDER_WORD = r"\b(?!README|TRIAGE|NOTICE)[A-Z][A-Z_]*\b"  # `DIR`, `ENGINE`: not a file the repository has
+SKETCH = re.compile(rf"\[|…|\.\.\.|\||<|{PLACEHOLDER_WORD}")  # `[--engine E]`, `DIR CASE`, `A|B`: a syntax sketch
 # Programs of the shell blocks that toolmatrix does not own, and what holds their lines instead.
 OTHER_PROGRAMS = {
     "pip": "installs: .ci/run installs as the README says, from a new virtual environment",
@@ -84,8 +85,8 @@ def _pages() -> list[Path]:
 
 def documented_lines() -> list[tuple[str, str]]:
     """Every command line of a shell block in the README and the docs pages (continuation lines joined, `&&`
-    chains split, comments dropped) and every inline code span that is a `toolmatrix`, `pytest` or `python -m`
-    command, with the page it is in."""
+    chains split, comments dropped) and every inline code span that is a `toolmatrix`, `pytest`, `python -m` or
+    benchmark command, with the page it is in."""
     found = []
     for page in _pages():
         text = page.read_text(encoding="utf-8")
@@ -123,7 +124,7 @@ def _subcommand(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
     return parser, words
 
 
-def _pytest_config(args: list[str]):
+def _pytest_config(args: list[str]) -> pytest.Config:
     """pytest's own configuration for these arguments, with every installed plugin (toolmatrix, xdist,
     pytest-base-url, ...) and this checkout's conftest: a renamed or retyped option is pytest's usage error."""
     config = get_config(args)
@@ -233,7 +234,7 @@ def test_every_option_the_docs_name_is_one_a_program_takes():
 
 
 REPO_PATH = re.compile(r"`((?:src|tests|benchmarks|cases|engines|docs|results|\.ci)/[^`\s:]*)")
-PLACEHOLDER = re.compile(r"\b(?!README|TRIAGE|NOTICE)[A-Z][A-Z_]*\b|\*|…|<|\{")  # `engines/ENGINE.yaml`, `cells/*.jsonl`
+PLACEHOLDER = re.compile(rf"{PLACEHOLDER_WORD}|\*|…|<|\{{")  # `engines/ENGINE.yaml`, `cells/*.jsonl`
 
 
 def test_every_repository_path_and_module_the_docs_name_is_there():
@@ -299,7 +300,8 @@ def test_every_documented_module_and_program_is_known():
 
 # The toolmatrix commands of the docs that are only parsed, by how the line starts, with why.
 ONLY_PARSED = {
-    "toolmatrix demo": "tests/integration/test_demo.py runs the README's line (the suite under pytest, ~10 s)",
+    "toolmatrix demo": "tests/integration/test_demo.py runs the README's line (the suite under pytest, ~10 s); "
+                       "`--open` would open a browser",
     "toolmatrix install": "builds or downloads an engine (minutes, network)",
     "toolmatrix replay-install": "installs the engines' parser environments (network)",
     "toolmatrix replay --": "replays through the installed parser environments (replay-install)",
