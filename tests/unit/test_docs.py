@@ -254,6 +254,16 @@ def test_every_repository_path_and_module_the_docs_name_is_there():
     assert sorted((page, module) for page, module in modules if importlib.util.find_spec(module) is None) == []
 
 
+def test_every_environment_variable_the_docs_name_is_read():
+    """A `TOOLMATRIX_…` variable a page tells the reader to set is one the code (or its tests, for
+    TOOLMATRIX_REQUIRE_ENGINES) reads: a renamed variable leaves no instruction that silently does nothing."""
+    named = {v for page in _pages() for v in re.findall(r"\bTOOLMATRIX_[A-Z_]+\b", page.read_text(encoding="utf-8"))}
+    code = "".join(path.read_text(encoding="utf-8") for folder in ("src", "tests") for path in (ROOT / folder).rglob("*")
+                   if path.suffix in (".py", ".sh") and path.resolve() != Path(__file__).resolve())
+    assert len(named) >= 5
+    assert sorted(v for v in named if re.search(rf"\b{v}\b", code) is None) == []
+
+
 def test_the_running_page_names_every_option_of_the_plugin():
     """Running the suite promises every pytest option of the plugin in its table: one added to the plugin and not
     to the page fails here (the CLI reference has them anyway, generated)."""
