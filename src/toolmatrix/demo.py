@@ -214,7 +214,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "named engine bugs and one small-model mistake, then build the matrix page: a pass, an engine "
                     "bug with its evidence and a model mistake, each blamed. A demo: no model runs.")
     parser.add_argument("-o", "--output", metavar="DIR", type=Path, default=Path("toolmatrix-demo"),
-                        help="where the results (DIR/results) and the page (DIR/matrix) go (default: toolmatrix-demo)")
+                        help="where the results (DIR/results), the page (DIR/matrix) and the stand-in's engine spec "
+                             "(DIR/data) go (default: toolmatrix-demo)")
     parser.add_argument("-j", "--jobs", metavar="N", type=positive_int, default=2,
                         help="pytest-xdist workers (default 2)")
     parser.add_argument("--open", action="store_true", help="open the page in a browser when done")
