@@ -323,6 +323,8 @@ ONLY_PARSED = {
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
     "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
+    "toolmatrix replay-versions sweep": "reads the replay-sweep of the lines before it, and would rewrite the "
+                                        "committed results/versions/versions.json",
     "toolmatrix bfcl-categories": "needs bfcl-eval, an optional package (`pip install --no-deps bfcl-eval==…`)",
 }
 
@@ -379,6 +381,10 @@ RUN: dict[str, tuple[int, Callable[[str, Path], object]]] = {
     "--min-pass-rate parallel=0.8 --min-conformance '*=0.95' --allow allow.yaml --junit-xml reports/gate.xml":
         (1, _gate_failed),
     "toolmatrix replay-generate -o fixtures.jsonl": (0, _jsonl("fixtures.jsonl")),
+    "toolmatrix replay-generate -o full.jsonl": (0, _jsonl("full.jsonl")),
+    "toolmatrix matrix build --versions results/versions/versions.json -o results/versions/matrix":
+        (0, lambda out, ws: _true("## Parser replay across releases"
+                                  in (ws / "results/versions/matrix/matrix.md").read_text(encoding="utf-8"))),
     "toolmatrix replay-generate --every 8 -o results/replay/fixtures.jsonl": (0, _jsonl("results/replay/fixtures.jsonl")),
     "toolmatrix replay-harvest results/cpu-qwen2.5-coder results/cpu-gemma3-270m -o harvested.jsonl":
         (0, _jsonl("harvested.jsonl")),
@@ -389,7 +395,7 @@ RUN: dict[str, tuple[int, Callable[[str, Path], object]]] = {
 def checkout(tmp_path_factory) -> Path:
     """A reader's checkout, for commands run from the docs: the committed runs they read (linked, read only),
     two of them as the gate's baseline and staging, the folders a reader's repository has, a small run copied as the only run `matrix build results/`
-    finds, and the gate's allow file as the gate page shows it. What the commands write stays here."""
+    finds, the sweep's summary, and the gate's allow file as the gate page shows it. What the commands write stays here."""
     ws = tmp_path_factory.mktemp("checkout")
     committed = ROOT / "results"
     (ws / "results" / "replay").mkdir(parents=True)
@@ -399,6 +405,8 @@ def checkout(tmp_path_factory) -> Path:
     (ws / "results" / "baseline").symlink_to(committed / "cpu-qwen2.5-coder" / "qwen2.5-coder-0.5b@llamacpp")
     (ws / "results" / "staging").symlink_to(committed / "cpu-qwen2.5-coder" / "qwen2.5-coder-0.5b@vllm")
     shutil.copytree(committed / "mlxlm-measured", ws / "results" / "mlxlm-measured")
+    (ws / "results" / "versions").mkdir()  # the sweep's summary, read only: its page is built here
+    (ws / "results" / "versions" / "versions.json").symlink_to(committed / "versions" / "versions.json")
     allow = re.search(r"^```yaml\n(allow:\n.*?)^```", (ROOT / "docs" / "gate.md").read_text(), re.S | re.M)
     (ws / "allow.yaml").write_text(allow[1], encoding="utf-8")
     return ws
