@@ -83,7 +83,7 @@ def parse(req: dict) -> dict:
     request = _request(req)
     parser = _parser(req, request)
     tok = _tokenizer(req["tokenizer"])
-    ids = tok.encode(req["text"], add_special_tokens=False)
+    ids = req.get("token_ids") or tok.encode(req["text"], add_special_tokens=False)
     parser.set_prompt_token_ids([])
     reasoning, content, calls = parser.parse(req["text"], request, enable_auto_tools=True,
                                              model_output_token_ids=ids)
