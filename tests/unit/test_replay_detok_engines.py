@@ -43,7 +43,7 @@ PROMPTS = {"hermes": "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistan
            "llama3_json": "<|start_header_id|>user<|end_header_id|>\n\nWeather?<|eot_id|>"
                           "<|start_header_id|>assistant<|end_header_id|>\n\n",
            "deepseek_v3": "<｜User｜>Weather?<｜Assistant｜>"}
-ENGINES = ("vllm", "sglang", "lmdeploy")
+ENGINES = ("vllm", "sglang", "lmdeploy", "mlxlm")
 
 
 @functools.cache
@@ -88,7 +88,9 @@ def _engine(name: str) -> Adapter:
     return adapter
 
 
-TEXT_ONLY: set[str] = set()  # engines whose worker lets the engine cut the stream itself: only the text must agree
+# MLX-LM's streaming detokenizer sends a word once the next one starts; the replay worker feeds MLX the ids and its
+# own detokenizer cuts the stream, so only the text must agree (specials and the stop token as the rule says).
+TEXT_ONLY = {"mlxlm"}
 # Where the engine's own loader decodes otherwise, as its server at the pinned version does, and the feeder follows
 # the tokenizer.json: vLLM 0.32 loads the DeepSeek V3 folder through transformers 5's LlamaTokenizerFast
 # (tokenizer_config.json's tokenizer_class), which replaces its ByteLevel decoder and sends "Ġis" for " is"
