@@ -43,7 +43,7 @@ PROMPTS = {"hermes": "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistan
            "llama3_json": "<|start_header_id|>user<|end_header_id|>\n\nWeather?<|eot_id|>"
                           "<|start_header_id|>assistant<|end_header_id|>\n\n",
            "deepseek_v3": "<｜User｜>Weather?<｜Assistant｜>"}
-ENGINES = ("vllm", "sglang", "lmdeploy", "mlxlm")
+ENGINES = ("vllm", "sglang", "lmdeploy", "mlxlm", "transformers")
 
 
 @functools.cache
