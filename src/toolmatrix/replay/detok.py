@@ -101,17 +101,25 @@ def stop_ids(path: Path) -> frozenset[int]:
     return frozenset(i for i, text in _specials(path).items() if text in GENERATION_STOPS or text == eos)
 
 
-def engine_pieces(ids: Sequence[int], path: Path, rule: Detok, family: str, tool_parser: str | None,
-                  reasoning_parser: str | None) -> list[Piece]:
-    """One piece per token as the engine's detokenizer gives it under ``rule``: a token that gives no text (a
-    skipped special, a dropped stop token, a byte that ends inside a character) sends nothing, its id goes with the
-    next token that does (with the last piece at the end)."""
-    tokenizer, specials = load_tokenizer(path), _specials(path)
-    skip = rule.skips(tool_parser, reasoning_parser)
-    printed = set(rule.printed.get(family, ()))
-    last = ids[-1] if ids else None
-    stop_silent = (last in stop_ids(path) and rule.stop_dropped
-                   and specials[last] not in rule.stop_kept.get(tool_parser or "", ()))
+def silent(ids: Sequence[int], path: Path, rule: Detok, family: str, tool_parser: str | None,
+           reasoning_parser: str | None) -> frozenset[int]:
+    """The positions of the ids that give no text under ``rule``: skipped specials, and the stop token if dropped."""
+    specials = _specials(path)
+    quiet: set[int] = set()
+    if rule.skips(tool_parser, reasoning_parser):
+        printed = set(rule.printed.get(family, ()))
+        quiet = {index for index, token in enumerate(ids) if token in specials and specials[token] not in printed}
+    kept = rule.stop_kept.get(tool_parser or "", ())
+    if ids and ids[-1] in stop_ids(path) and rule.stop_dropped and specials[ids[-1]] not in kept:
+        quiet.add(len(ids) - 1)
+    return frozenset(quiet)
+
+
+def engine_pieces(ids: Sequence[int], path: Path, quiet: frozenset[int], whole_words: bool) -> list[Piece]:
+    """One piece per token as the engine's detokenizer gives it: a token that gives no text (at a ``quiet``
+    position, or a byte that ends inside a character) sends nothing, its id goes with the next token that does
+    (with the last piece at the end); ``whole_words``: the rule's, for a token that ends inside a character."""
+    tokenizer = load_tokenizer(path)
     stream = DecodeStream(skip_special_tokens=False)
     pieces: list[Piece] = []
     held: list[int] = []  # ids since the last piece
@@ -119,11 +127,11 @@ def engine_pieces(ids: Sequence[int], path: Path, rule: Detok, family: str, tool
     sent = 0
     for index, token in enumerate(ids):
         held.append(token)
-        if (stop_silent and index == len(ids) - 1) or (skip and token in specials and specials[token] not in printed):
+        if index in quiet:
             continue
         pending.append(token)
         text = stream.step(tokenizer, token)
-        if text is None and rule.whole_words:
+        if text is None and whole_words:
             printable = _whole_words(tokenizer.decode(pending, skip_special_tokens=False))
             text, sent = printable[sent:], max(sent, len(printable))
         elif text is not None:

@@ -40,7 +40,7 @@ from toolmatrix.formats import Family
 from toolmatrix.registry import cache_dir
 from toolmatrix.wire.exchange import Exchange
 
-from .detok import Detok, Piece, engine_pieces, load_tokenizer
+from .detok import Detok, Piece, engine_pieces, load_tokenizer, silent
 from .fixtures import Fixture
 
 CHUNKINGS = ("whole", "token", "special", "random")
@@ -234,8 +234,14 @@ def engine_tokens(fixture: Fixture, family: Family, rule: Detok | None, tool_par
     known = _ENGINE_TOKENS.setdefault(fixture, {})
     if said not in known:
         ids = [token for _, piece_ids in cut.pieces for token in piece_ids or ()]
-        pieces = engine_pieces(ids, cut.path, rule, family.id, tool_parser, reasoning_parser)
-        known[said] = Tokens(tuple(pieces), cut.path, f"{cut.label}; {said}")
+        if "" not in known:  # nothing silent, partial characters held: most engines' text, decoded once
+            known[""] = Tokens(tuple(engine_pieces(ids, cut.path, frozenset(), False)), cut.path, "")
+        plain = known[""].pieces
+        quiet = silent(ids, cut.path, rule, family.id, tool_parser, reasoning_parser)
+        partial = any(len(piece_ids or ()) > 1 for _, piece_ids in plain)  # a character across tokens
+        pieces = plain if not quiet and not (rule.whole_words and partial) else tuple(
+            engine_pieces(ids, cut.path, quiet, rule.whole_words))
+        known[said] = Tokens(pieces, cut.path, f"{cut.label}; {said}")
     return known[said]
 
 
