@@ -66,11 +66,12 @@ class Detok:
         kept = self.stop_kept.get(tool_parser or "", ())
         stop = "stop token dropped" if self.stop_dropped else "stop token decoded"
         stop += f" but {' '.join(kept)}" if kept and self.stop_dropped else ""
-        prime = f", unprimed (the engine primes with {_PRIMED[self.prime]}; no prompt ids)" if self.prime != "none" else ""
-        return f"{self.engine} detokenization: {special}, {stop}{prime}"
+        return f"{self.engine} detokenization: {special}, {stop}{_PRIMED[self.prime]}"
 
 
-_PRIMED = {"prompt": "the whole prompt", "last5": "the prompt's last 5 ids"}
+# What a label says of priming: a fixture carries no prompt ids, so the feeder decodes unprimed (module docstring).
+_PRIMED = {"prompt": ", unprimed (the engine primes with the whole prompt; no prompt ids)",
+           "last5": ", unprimed (the engine primes with the prompt's last 5 ids; no prompt ids)", "none": ""}
 
 
 @functools.cache
