@@ -162,7 +162,7 @@ def _ids(req: dict, text: str) -> list[int]:
 
 
 def parse(req: dict) -> dict:
-    status, answer = _post(req, [[token] for token in _ids(req, req["text"])], stream=False)
+    status, answer = _post(req, [[token] for token in req.get("token_ids") or _ids(req, req["text"])], stream=False)
     if status != 200:
         return {"error": answer.decode("utf-8", "replace")[:500], "status": status}
     message = json.loads(answer)["choices"][0]["message"]

@@ -87,7 +87,7 @@ def parse(req: dict) -> dict:
     request = _request(req)
     parser = _parser(req, request)
     tok = _tokenizer(req["tokenizer"])
-    ids = tok.encode(req["text"], add_special_tokens=False)
+    ids = req.get("token_ids") or tok.encode(req["text"], add_special_tokens=False)
     if hasattr(parser, "set_prompt_token_ids"):  # 0.32's server sets it before parse; 0.31's parsers have none
         parser.set_prompt_token_ids([])
     reasoning, content, calls = parser.parse(req["text"], request, enable_auto_tools=True,
