@@ -14,6 +14,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import yaml
 
 from toolmatrix.argtypes import positive_int
 from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
@@ -29,10 +31,12 @@ from toolmatrix.matrix import build_matrix
 from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.generate import case_calls
 from toolmatrix.records import Record, read_records
+from toolmatrix.base.specs import read_yaml
 from toolmatrix.testing.fake import FakeServer, Reply
 
-MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@vllm
-ENGINE = "vllm"  # whose evidence protocol the stand-in speaks (return_token_ids): blame by evidence works
+MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@demo
+ENGINE = "demo"  # the stand-in's own engine spec (``demo_data``): the page names it, not an engine it imitates
+PROTOCOL_OF = "vllm"  # whose evidence protocol the stand-in speaks (return_token_ids): blame by evidence works
 TITLE = "DEMO, no model runs: a stand-in engine's"  # the page adds "compatibility matrix"
 
 # category -> (fake fault, what it is): engine bugs laid over the right answers, each a class seen in real engines.
@@ -115,13 +119,33 @@ class DemoRun:
     unanswered: list[str]
 
 
+def demo_data(out: Path) -> Path:
+    """A data root for the demo's run (``out/data``): the library's cases and engine specs, linked, and beside them
+    the stand-in's own spec ``demo``, which asks for evidence the way vLLM's spec does (the fake answers that
+    protocol). So the run, its records and its page say ``demo``, never an engine that did not run."""
+    library, root = data_root(), out / "data"
+    shutil.rmtree(root, ignore_errors=True)  # a link left by an earlier demo may point at another checkout
+    (root / "engines").mkdir(parents=True)
+    (root / "cases").symlink_to(library / "cases", target_is_directory=True)
+    for spec in (library / "engines").iterdir():
+        (root / "engines" / spec.name).symlink_to(spec, target_is_directory=spec.is_dir())
+    imitated = read_yaml(library / "engines" / f"{PROTOCOL_OF}.yaml").data
+    stand_in = {"schema_version": 1, "id": ENGINE, "title": f"toolmatrix demo stand-in ({imitated['title']}-like)",
+                "notes": f"The fake server of `toolmatrix demo`: no model runs. It answers {imitated['title']}'s "
+                         "evidence protocol, so blame by evidence works as on a real engine.",
+                "port": imitated["port"], "readiness": {"path": "/health"}, "evidence": imitated["evidence"]}
+    (root / "engines" / f"{ENGINE}.yaml").write_text(yaml.safe_dump(stand_in, sort_keys=False), encoding="utf-8")
+    return root
+
+
 def run_demo(out: Path, jobs: int) -> DemoRun:
     """The suite against the stand-in engine into ``out/results``, the page into ``out/matrix``."""
     started = time.monotonic()
     cases = load_cases([data_root() / "cases"])
     results, page = out / "results", out / "matrix"
     out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TOOLMATRIX_FAMILY": "hermes"}  # the stand-in's 'model' writes Hermes calls
+    # the stand-in's 'model' writes Hermes calls; its engine is the demo's own spec
+    env = {**os.environ, "TOOLMATRIX_FAMILY": "hermes", "TOOLMATRIX_DATA": str(demo_data(out))}
     with FakeServer(DemoModel(cases)) as server:
         pytest = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
@@ -190,7 +214,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "named engine bugs and one small-model mistake, then build the matrix page: a pass, an engine "
                     "bug with its evidence and a model mistake, each blamed. A demo: no model runs.")
     parser.add_argument("-o", "--output", metavar="DIR", type=Path, default=Path("toolmatrix-demo"),
-                        help="where the results (DIR/results) and the page (DIR/matrix) go (default: toolmatrix-demo)")
+                        help="where the results (DIR/results), the page (DIR/matrix) and the stand-in's engine spec "
+                             "(DIR/data) go (default: toolmatrix-demo)")
     parser.add_argument("-j", "--jobs", metavar="N", type=positive_int, default=2,
                         help="pytest-xdist workers (default 2)")
     parser.add_argument("--open", action="store_true", help="open the page in a browser when done")

@@ -4,6 +4,9 @@ alone says engine), the right answers pass, nothing else fails, and the page is 
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +23,21 @@ from toolmatrix.records import read_records
 FIRST_CHECK = {"parallel": "stream_consistency", "unicode": "ascii_escaping", "nested": "arguments_schema"}
 
 
+ROOT = Path(__file__).parents[2]
+
+
+def readme_demo() -> list[str]:
+    """The README's first-result command as a reader copies it (tests/unit/test_docs.py leaves running it here)."""
+    line = re.search(r"^pip install -e \. && (toolmatrix demo\b.*)$", (ROOT / "README.md").read_text(), re.M)
+    assert line, "the README has no `pip install -e . && toolmatrix demo` line"
+    return shlex.split(line[1])[1:]
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """The README's line, into a fresh directory (`-o`) with the workers the tests may use (`-j 2`)."""
     out = tmp_path_factory.mktemp("demo") / "fresh"
-    proc = subprocess.run([sys.executable, "-m", "toolmatrix.cli", "demo", "-o", str(out), "-j", "2"],
+    proc = subprocess.run([sys.executable, "-m", "toolmatrix.cli", *readme_demo(), "-o", str(out), "-j", "2"],
                           capture_output=True, text=True, timeout=300)
     return proc, out
 
@@ -35,6 +49,18 @@ def test_the_demo_says_it_is_one_and_where_its_page_is(demo):
     page = out / "matrix" / "index.html"
     assert f"The page: {page}" in proc.stdout and page.stat().st_size > 0
     assert "no model runs" in page.read_text(encoding="utf-8")
+
+
+def test_the_page_names_the_stand_in_not_an_engine_that_did_not_run(demo):
+    """The stand-in speaks vLLM's evidence protocol; its column, pair and engine spec title still say it is the demo."""
+    _, out = demo
+    page = (out / "matrix" / "index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="toolmatrix-data">(.*?)</script>', page, re.S)[1])
+    assert [e["id"] for e in data["engines"]] == ["demo"]
+    assert {c["pair"] for c in data["cells"]} == {"demo-no-model@demo"}
+    assert "vllm" not in json.dumps([data["engines"], data["models"], data["title"]]).lower()
+    spec = (out / "data" / "engines" / "demo.yaml").read_text(encoding="utf-8")
+    assert "title: toolmatrix demo stand-in (vLLM-like)" in spec and "same_generation: vllm_token_ids" in spec
 
 
 def test_each_bug_is_blamed_where_it_belongs_and_nothing_else_fails(demo):

@@ -57,3 +57,15 @@ def test_check_results_of_a_directory_that_is_not_there_is_a_usage_error(tmp_pat
     assert f"not a directory: {tmp_path / 'nope'}" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["check-results", str(tmp_path / "empty")]) == 1, "a directory without results is wrong results"
+
+
+def test_commands_that_write_a_file_make_its_folder(tmp_path, capsys):
+    """``replay-generate -o new/dir/F`` and ``plan -o .github/workflows/F`` in a new repository: the folder is
+    made, not a FileNotFoundError traceback or "cannot write"."""
+    fixtures = tmp_path / "new" / "dir" / "fixtures.jsonl"
+    assert main(["replay-generate", "-o", str(fixtures), "--every", "50"]) == 0
+    assert fixtures.read_text().count("\n") > 100
+    workflow = tmp_path / ".github" / "workflows" / "toolmatrix.yml"
+    assert main(["plan", "--engine", "llamacpp", "--model", "qwen2.5-coder-0.5b", "--emit", "github-actions", "-o",
+                 str(workflow)]) == 0
+    assert "jobs:" in workflow.read_text()

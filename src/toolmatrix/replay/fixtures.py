@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 import attrs
 
 from toolmatrix.base import jsontext
+from toolmatrix.base.atomic import write_text
 from toolmatrix.base.specs import validate_instance
 
 SCHEMA = "fixture.schema.json"
@@ -125,7 +126,9 @@ def load_fixtures(path: Path | str) -> list[Fixture]:
 
 
 def dump_fixtures(fixtures: Iterable[Fixture], path: Path | str) -> int:
-    """Write fixtures as JSONL (UTF-8, non-ASCII kept as is: the text is the model's bytes); returns the count."""
+    """Write fixtures as JSONL (UTF-8, non-ASCII kept as is: the text is the model's bytes), whole or not at all,
+    its folder made where missing; returns the count."""
     lines = [json.dumps(f.to_dict(), ensure_ascii=False) for f in fixtures]
-    Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_text(Path(path), "".join(line + "\n" for line in lines))
     return len(lines)

@@ -4,7 +4,8 @@ Each engine's template (``toolmatrix/data/repro/ENGINE.py``, or ``ENGINE.sh`` wh
 parser) calls the engine's own parser API exactly as its replay worker does (``adapters/ENGINE_worker.py``), or
 sends the engine's server the chat request (llama.cpp, Dynamo: that needs the server and a model, and the
 template says so). ``snippet`` puts above it, as constants the template reads, the very request the worker gets
-for the fixture: text, tools, parser names, thinking switch, tokenizer and the stream's pieces. No import shim:
+for the fixture: text, the model's token ids (where the fixture has them), tools, parser names, thinking switch,
+tokenizer and the stream's pieces. No import shim:
 a maintainer has the engine installed as usual, torch and all. Which constants a template gets is what it names,
 so engine differences stay in the templates.
 """
@@ -24,7 +25,7 @@ from .feeder import CHUNKINGS
 from .fixtures import Fixture
 from .session import parse_request
 
-CONSTANTS = ("FAMILY", "TEXT", "TOOLS", "TOOL_PARSER", "REASONING_PARSER", "CHAT_TEMPLATE_KWARGS", "TOKENIZER",
+CONSTANTS = ("FAMILY", "TEXT", "TOKEN_IDS", "TOOLS", "TOOL_PARSER", "REASONING_PARSER", "CHAT_TEMPLATE_KWARGS", "TOKENIZER",
              "PIECES")
 
 
@@ -54,7 +55,8 @@ def template(engine: str) -> tuple[str, str]:
 def _values(adapter: Adapter, fixture: Fixture, chunking: str | None) -> dict[str, Any]:
     """The constants every template may read, from the worker's own request for the fixture."""
     request = parse_request(adapter, fixture, [chunking] if chunking else [])
-    return {"FAMILY": request["family"], "TEXT": request["text"], "TOOLS": request["tools"],
+    return {"FAMILY": request["family"], "TEXT": request["text"], "TOKEN_IDS": request.get("token_ids"),
+            "TOOLS": request["tools"],
             "TOOL_PARSER": request["tool_parser"], "REASONING_PARSER": request["reasoning_parser"],
             "CHAT_TEMPLATE_KWARGS": request["chat_template_kwargs"],
             "TOKENIZER": str(Path(request["tokenizer"]).parent) if request["tokenizer"] else None,

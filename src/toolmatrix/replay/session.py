@@ -106,12 +106,16 @@ def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) 
     """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
     support = adapter.supports(fixture.family, reasoning_style(fixture))
-    cut = feeder.fixture_tokens(fixture, family)
-    return {"op": "parse", "text": fixture.text, "tools": list(fixture.tools),
+    cut = feeder.engine_tokens(fixture, family, adapter.detok, support.tool_parser, support.reasoning_parser)
+    # The engine's detokenization of all the ids is the non-streamed text too; the ids go along (vLLM's parsers and
+    # the Harmony readers take them, and the engines that decode by themselves start from them).
+    text = "".join(piece for piece, _ in cut.pieces) if cut.path is not None else fixture.text
+    ids = [token for _, piece_ids in cut.pieces for token in piece_ids or ()] if cut.path is not None else None
+    return {"op": "parse", "text": text, "token_ids": ids, "tools": list(fixture.tools),
             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-            "tokenizer": str(cut.path or ""),
+            "tokenizer": str(cut.path or ""), "detok": cut.label,
             "family": fixture.family, "chat_template_kwargs": chat_template_kwargs(fixture),
-            "streams": {c: feeder.chunk(fixture.text, family, c, fixture.id, fixture.model, cut) for c in chunkings}}
+            "streams": {c: feeder.chunk(text, family, c, fixture.id, fixture.model, cut) for c in chunkings}}
 
 
 def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, version: str,
@@ -124,12 +128,10 @@ def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, 
     said = [fixture.expected.content or "", fixture.expected.reasoning or "", *_strings(fixture.expected.tool_calls)]
     body = feeder.request_body(fixture.model, fixture.tools, (m for text in said for m in family.find_markers(text)))
     whole = feeder.nonstream_exchange(answer["nonstream"], body)
-    label = feeder.fixture_tokens(fixture, family).label
 
-    def info(chunking: str) -> ReplayInfo:
+    def info(chunking: str) -> ReplayInfo:  # every chunking's text is the engine's detokenization: each says how
         return ReplayInfo(adapter.engine, version, request["tool_parser"] or "", chunking,
-                          request["reasoning_parser"], label if chunking in ("token", "random") else None,
-                          fixture.family, fixture.source)
+                          request["reasoning_parser"], request["detok"], fixture.family, fixture.source)
 
     yield judge_replay(fixture, family, whole, None, info("none"), run_id, "nonstream")
     for chunking in request["streams"]:

@@ -10,6 +10,8 @@ family's share per release, every flipped record with its reason on both sides) 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -179,13 +181,16 @@ def layout(sweep: Sweep, source: str) -> list[dict[str, Any]]:
 
 def write_summary(entries: list[dict[str, Any]], path: Path, fixtures: str = "") -> None:
     """The sweep's summary file (``replay-versions --write``): ``entries`` as ``layout`` gives them, and the fixture
-    file they replayed (its path as given and sha256), written whole or not at all."""
+    file they replayed (its path as given and sha256) and when, written whole or not at all; not where the runs lay
+    (``read_versions`` names the summary itself as the source)."""
     import hashlib
 
     path.parent.mkdir(parents=True, exist_ok=True)
     named = {"path": fixtures, "sha256": hashlib.sha256(Path(fixtures).read_bytes()).hexdigest()} if fixtures else None
-    write_text(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA, "fixtures": named,
-                                 "engines": entries}, ensure_ascii=False, indent=1) + "\n")
+    kept = [{key: value for key, value in entry.items() if key != "source"} for entry in entries]  # a machine's path
+    write_text(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA,
+                                 "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                 "fixtures": named, "engines": kept}, ensure_ascii=False, indent=1) + "\n")
 
 
 def read_versions(path: Path) -> list[dict[str, Any]]:
@@ -237,7 +242,8 @@ def table(entries: list[dict[str, Any]]) -> str:
                   for a in entry["arrivals"]]
         missing = [(v, [c for c in (cells[f][i] for f in entry["families"]) if c]) for i, v in
                    enumerate(entry["releases"])]
-        parts += [f"{version}: cannot replay here: {_last_line(found[0]['reason'])}"
+        # a release that replayed nothing: the reason most of its families give (the rest are the spec's own skips)
+        parts += [f"{version}: cannot replay here: {_last_line(Counter(c['reason'] for c in found).most_common(1)[0][0])}"
                   for version, found in missing if found and all("reason" in c for c in found)]
         parts.append("")
     return "\n".join(parts)

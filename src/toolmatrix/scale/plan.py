@@ -244,6 +244,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # .github/workflows/ in a new repository
         write_text(args.output, text)
     except OSError as exc:
         print(f"toolmatrix plan: -o {args.output}: cannot write: {exc.strerror}", file=sys.stderr)

@@ -34,7 +34,7 @@ def show(message):
 
 # Non-streamed
 if harmony:
-    message = harmony_utils.GptOssChatParser().parse_full(encode(TEXT))
+    message = harmony_utils.GptOssChatParser().parse_full(TOKEN_IDS or encode(TEXT))
 else:
     tool_parser, reasoning_parser = parsers()
     text, calls, reasoning = TEXT, None, None

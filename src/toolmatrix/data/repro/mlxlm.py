@@ -79,7 +79,7 @@ def encode(text):
 
 
 # Non-streamed: token by token, as the server generates
-status, answer = post([[token] for token in encode(TEXT)], stream=False)
+status, answer = post([[token] for token in TOKEN_IDS or encode(TEXT)], stream=False)
 print("non-streamed message:", json.dumps(json.loads(answer)["choices"][0]["message"], ensure_ascii=False)
       if status.endswith(" 200 OK") else f"{status} {answer}")
 

@@ -24,7 +24,7 @@ def parser():
 whole = parser()
 whole.set_prompt_token_ids([])
 reasoning, content, calls = whole.parse(TEXT, request, enable_auto_tools=True,
-                                        model_output_token_ids=tokenizer.encode(TEXT, add_special_tokens=False))
+                                        model_output_token_ids=TOKEN_IDS or tokenizer.encode(TEXT, add_special_tokens=False))
 # _create_chat_message with tool_choice auto: the calls only when some were parsed
 keep = bool(request.tools and whole.tool_parser is not None and calls)
 message = {"role": "assistant", "content": content, "reasoning_content": reasoning,

@@ -2,7 +2,8 @@
 
 Protocol (JSON lines on stdin/stdout, one answer per request, in order):
   -> {"op": "hello"}                      <- {"engine", "version", "python"}
-  -> {"op": "parse", "text", "tools", "tool_parser", "reasoning_parser", "tokenizer", "family",
+  -> {"op": "parse", "text", "token_ids": [int] | null, "tools", "tool_parser", "reasoning_parser", "tokenizer",
+      "family", "detok" (how the host made text and streams from the ids: the record's label),
       "chat_template_kwargs": {KEY: bool} (thinking as the fixture shows, under its family's key; {}: no switch),
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
   <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error", "status"?}}}

@@ -13,6 +13,8 @@ import attrs
 
 from toolmatrix.serving.registry import EngineSpec, cache_dir
 
+from ..detok import Detok
+
 INSTALLED = "toolmatrix-installed"  # written last by an install, with pip freeze: the env's exact versions
 
 
@@ -49,6 +51,9 @@ class Adapter:
     pip_steps: tuple[tuple[str, ...], ...] = ()  # to create the env (None: an env the live tier installs)
     tool_flag: str = "--tool-call-parser"
     reasoning_flag: str = "--reasoning-parser"
+    detok: Detok | None = None
+    """How the engine's server turns the model's token ids into the text its parser reads (None: the fixture's text
+    as written)."""
     processes: int = 1  # worker processes side by side (an engine whose own server is the slow part)
     cost: float = 3.0
     """Milliseconds per record measured by benchmarks/bench_replay.py (-j 3, 2 cores, start-up included): only

@@ -202,7 +202,7 @@ def _served(req: dict, pieces: list, stream: bool) -> tuple[int, object]:
 
 
 def parse(req: dict) -> dict:
-    status, answer = _served(req, [[req["text"], None]], stream=False)
+    status, answer = _served(req, [[req["text"], req.get("token_ids")]], stream=False)
     if status != 200 or "choices" not in answer:
         return {"error": str(answer.get("error", answer))[:500], "status": status}
     message = answer["choices"][0]["message"]

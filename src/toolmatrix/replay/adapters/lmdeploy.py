@@ -7,6 +7,7 @@ from typing import Mapping
 
 import attrs
 
+from ..detok import Detok
 from .base import Adapter
 
 
@@ -17,6 +18,10 @@ class LMDeployAdapter(Adapter):
     cost: float = 4.0
     env_name: str = "lmdeploy-replay"
     package: str = "lmdeploy"
+    # Prefix/read-offset decoding seeded with the whole prompt (serve/core/async_engine.py:411,451; tokenizer.py);
+    # skip_special_tokens False when tools are offered and tool_choice is not none (api_server.py:443-444); the stop
+    # token cut from the ids before decoding (async_engine.py:444-447).
+    detok: Detok = Detok("lmdeploy", "prompt", skip_special=False)
     # openmmlab/lmdeploy:v0.12.2 -> lmdeploy 0.12.2, without its dependencies (torch, triton, CUDA wheels), then only
     # what the parser modules import: mmengine-lite (their registries), pydantic, shortuuid, partial-json-parser,
     # openai-harmony (gpt-oss), and transformers for lmdeploy/utils.py and the tokenizer the parsers are built with.

@@ -154,7 +154,7 @@ def _message(message) -> dict:
 def parse(req: dict) -> dict:
     protocol, harmony_utils, _, _ = _imports()
     if req["tool_parser"] == HARMONY:
-        return _message(harmony_utils.GptOssChatParser().parse_full(_ids(req, req["text"])))
+        return _message(harmony_utils.GptOssChatParser().parse_full(req.get("token_ids") or _ids(req, req["text"])))
     request = _request(req)
     tool_parser, reasoning_parser = _parsers(req["tool_parser"], req.get("reasoning_parser"), req["tokenizer"])
     text, calls, reasoning = req["text"], None, None

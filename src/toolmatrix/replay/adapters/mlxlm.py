@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..detok import Detok
 from .base import Adapter
 
 
@@ -15,6 +16,9 @@ class MLXLMAdapter(Adapter):
     cost: float = 6.5
     env_name: str = "mlxlm-replay"
     package: str = "mlx-lm"
+    # Its streaming detokenizer per token, unprimed, never skipping specials; the EOS token not decoded
+    # (tokenizer_utils.py:689-708, server.py:975). The worker runs that detokenizer itself on the ids.
+    detok: Detok = Detok("mlxlm", "none", skip_special=False)
     # mlx's CPU wheel (mlx-lm requires mlx only on macOS), mlx-lm without its dependencies (sentencepiece and
     # protobuf serve only SentencePiece tokenizers, which no replayed family has), then what its server imports:
     # numpy comes with transformers (the tokenizer and chat template), jinja2 renders the template.

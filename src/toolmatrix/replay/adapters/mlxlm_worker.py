@@ -26,17 +26,16 @@ HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
 - the response generator, ``ResponseGenerator.generate`` (server.py:1162-1190), is where the model would run: its
   stand-in here does what the server does before its token loop, with the server's own methods (``_tokenize``,
   server.py:618-750: the chat template applied with the tools, the initial state from the prompt's last think
-  marker; ``_make_state_machine``, :752-766), then yields one ``Response`` per piece as the batch loop builds them
-  (server.py:976-996): each token through the tokenizer's streaming detokenizer, the stop-sequence matcher advanced
-  per token (a stop token ends the generation undecoded), and after the text the end-of-sequence token's
-  ``finish_reason="stop"``, as a model that ends its turn gives.
+  marker; ``_make_state_machine``, :752-766), then yields one ``Response`` per token as the batch loop builds them
+  (server.py:976-996), whatever the chunking groups (the server has no multi-token step: speculative decoding
+  yields its accepted tokens one by one too): each token through the tokenizer's streaming detokenizer, the
+  stop-sequence matcher advanced per token (a stop token ends the generation undecoded), and after the text the
+  end-of-sequence token's ``finish_reason="stop"``, as a model that ends its turn gives.
 Differences from the running server, all forced by having no model:
 - the tokenizer is the family's offline tokenizer.json folder (``tokenizer_path(family)``), not the checkpoint's;
   the checkpoint's ``config.json`` (its ``eos_token_id`` and ``TOKENIZER_DEFAULTS``, utils.py:638-645) is absent,
   so the tokenizer's own end-of-sequence token stops the generation;
-- the server yields one ``Response`` per generated token; a streamed piece of several tokens here is one
-  ``Response`` with their detokenized text together (the non-streamed parse runs token by token, as the server);
-  pieces cut without token ids are encoded piece by piece with that tokenizer;
+- pieces cut without token ids are encoded piece by piece with that tokenizer;
 - a parser exception the server does not catch (anything but ``ValueError``/``JSONDecodeError``) escapes
   ``handle_completion``, and the server closes the connection without an answer (a stream: after what it sent);
   here it is that parse's ``error``;
@@ -114,14 +113,13 @@ def _generator_class():
 
         def _responses(self, tokenizer, stop) -> Iterator:
             detokenizer = tokenizer.detokenizer  # a fresh, reset copy per request
-            for ids in filter(None, self._pieces):  # a piece of no token is no generation step
-                for token in ids:
-                    if stop.advance(token):  # a stop token: the generation ends there, the token undecoded
-                        detokenizer.finalize()
-                        yield server.Response(detokenizer.last_segment, token, 0.0, "stop", ())
-                        return
-                    detokenizer.add_token(token)
-                yield server.Response(detokenizer.last_segment, ids[-1], 0.0, None, ())
+            for token in (token for ids in self._pieces for token in ids):
+                if stop.advance(token):  # a stop token: the generation ends there, the token undecoded
+                    detokenizer.finalize()
+                    yield server.Response(detokenizer.last_segment, token, 0.0, "stop", ())
+                    return
+                detokenizer.add_token(token)
+                yield server.Response(detokenizer.last_segment, token, 0.0, None, ())
             detokenizer.finalize()
             # The model ends its turn: an end-of-sequence token, not decoded (which one only counts a token here).
             yield server.Response(detokenizer.last_segment, min(tokenizer.eos_token_ids), 0.0, "stop", ())
@@ -164,7 +162,7 @@ def _ids(req: dict, text: str) -> list[int]:
 
 
 def parse(req: dict) -> dict:
-    status, answer = _post(req, [[token] for token in _ids(req, req["text"])], stream=False)
+    status, answer = _post(req, [[token] for token in req.get("token_ids") or _ids(req, req["text"])], stream=False)
     if status != 200:
         return {"error": answer.decode("utf-8", "replace")[:500], "status": status}
     message = json.loads(answer)["choices"][0]["message"]

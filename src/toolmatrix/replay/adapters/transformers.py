@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..detok import Detok
 from .base import Adapter, Support
 
 # transformers 5.23 _RESPONSE_TEMPLATE_FALLBACKS: Qwen 2/3 (Hermes blocks), Qwen 3.5 (Qwen3-Coder XML), Gemma 4.
@@ -18,6 +19,9 @@ class TransformersAdapter(Adapter):
     cost: float = 3.0
     env_name: str = "transformers"  # installed by `toolmatrix install transformers`
     package: str = "transformers"
+    # DecodeStream([]) per token, unprimed (cli/serving/utils.py:508-531); with a response template (every family
+    # here has one) special tokens and EOS are kept (utils.py:109-233).
+    detok: Detok = Detok("transformers", "none", skip_special=False, stop_dropped=False)
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         model_type = MODEL_TYPES.get(family)

@@ -31,9 +31,13 @@ def _tokenizer(path: str):
 
 @functools.cache
 def _parser_cls(tool: str | None, reasoning: str | None, path: str, harmony: bool):
+    import inspect
+
     from vllm.parser.parser_manager import ParserManager
+    # 0.32 hands the server's tokenizer to get_parser to check it; 0.31 and older (laid over the env) take none
+    checks = "tokenizer" in inspect.signature(ParserManager.get_parser).parameters
     return ParserManager.get_parser(tool_parser_name=tool, reasoning_parser_name=reasoning, enable_auto_tools=True,
-                                    is_harmony=harmony, tokenizer=_tokenizer(path))
+                                    is_harmony=harmony, **({"tokenizer": _tokenizer(path)} if checks else {}))
 
 
 @functools.cache
@@ -83,8 +87,9 @@ def parse(req: dict) -> dict:
     request = _request(req)
     parser = _parser(req, request)
     tok = _tokenizer(req["tokenizer"])
-    ids = tok.encode(req["text"], add_special_tokens=False)
-    parser.set_prompt_token_ids([])
+    ids = req.get("token_ids") or tok.encode(req["text"], add_special_tokens=False)
+    if hasattr(parser, "set_prompt_token_ids"):  # 0.32's server sets it before parse; 0.31's parsers have none
+        parser.set_prompt_token_ids([])
     reasoning, content, calls = parser.parse(req["text"], request, enable_auto_tools=True,
                                              model_output_token_ids=ids)
     # serving.py, tool_choice auto with tools and a tool parser: calls only when some were parsed.
