@@ -111,3 +111,18 @@ def test_a_file_that_is_not_a_summary_is_named(tmp_path: Path, capsys: pytest.Ca
         assert main(["replay-versions", str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert str(tmp_path / name) in err and says in err
+
+
+def test_a_summary_holds_no_machine_path(sweep_dir: Path, tmp_path: Path) -> None:
+    """A release that could not start names the worker's traceback: published, it says nothing of the machine."""
+    from toolmatrix.serving.registry import cache_dir
+
+    where = f"{cache_dir()}/venvs/sglang-replay/lib/x.py and {Path.home()}/y.py"
+    column = sweep_dir / "sglang@0.5.11" / "run.json"
+    run = json.loads(column.read_text())
+    run["engine"]["skipped_families"] = {"hermes": f"Traceback: File {where}"}
+    column.write_text(json.dumps(run))
+    summary = tmp_path / "out" / "versions.json"
+    assert main(["replay-versions", str(sweep_dir), "--write", str(summary)]) == 0
+    text = summary.read_text()
+    assert "{cache}/venvs/sglang-replay/lib/x.py and ~/y.py" in text and str(Path.home()) not in text

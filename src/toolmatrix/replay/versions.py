@@ -182,12 +182,16 @@ def layout(sweep: Sweep, source: str) -> list[dict[str, Any]]:
 def write_summary(entries: list[dict[str, Any]], path: Path, fixtures: str = "") -> None:
     """The sweep's summary file (``replay-versions --write``): ``entries`` as ``layout`` gives them, and the fixture
     file they replayed (its path as given and sha256) and when, written whole or not at all; not where the runs lay
-    (``read_versions`` names the summary itself as the source)."""
+    (``read_versions`` names the summary itself as the source), nor this machine's paths in a reason (a worker's
+    traceback: written as the results are, ``{cache}/…``, relative to the checkout)."""
     import hashlib
+
+    from toolmatrix.serving.runinfo import Portable
 
     path.parent.mkdir(parents=True, exist_ok=True)
     named = {"path": fixtures, "sha256": hashlib.sha256(Path(fixtures).read_bytes()).hexdigest()} if fixtures else None
-    kept = [{key: value for key, value in entry.items() if key != "source"} for entry in entries]  # a machine's path
+    kept = Portable.here(path.parent).data([{key: value for key, value in entry.items() if key != "source"}
+                                            for entry in entries])
     write_text(path, json.dumps({"kind": SUMMARY_KIND, "schema_version": SUMMARY_SCHEMA,
                                  "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                  "fixtures": named, "engines": kept}, ensure_ascii=False, indent=1) + "\n")
