@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from toolmatrix.argtypes import base_url, base_url_shared, case_shard, positive_int, positive_seconds, seed, temperature
+from toolmatrix.base.argtypes import base_url, base_url_shared, positive_int, positive_seconds, seed, temperature
+from toolmatrix.library.cases import case_shard
 from toolmatrix.live.client import MAX_ANSWER_BYTES
 from toolmatrix.live.runner import EvidenceMode
 from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, sample_suffix

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import attrs
 import pytest
 
-from toolmatrix.argtypes import base_url
+from toolmatrix.base.argtypes import base_url
 from toolmatrix.base.specs import SpecErrors
 from toolmatrix.formats import get_family
 from toolmatrix.library.bfcl import BfclUnavailable, case_source
