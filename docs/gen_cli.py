@@ -18,7 +18,7 @@ import mkdocs_gen_files
 from toolmatrix.cli import build_parser
 
 WIDTH = "100"  # argparse and pytest wrap help at $COLUMNS: a fixed width makes the page the same on every machine
-PLUGIN_GROUP = "tool-calling compatibility suite:"  # the title plugin.py gives its option group
+PLUGIN_GROUP = "tool-calling compatibility suite:"  # the title toolmatrix.plugin gives its option group
 README = Path(__file__).resolve().parents[1] / "README.md"
 EXIT_TABLE = re.compile(r"<!-- toolmatrix exit status: start -->\n(.*?)<!-- toolmatrix exit status: end -->", re.S)
 

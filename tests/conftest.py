@@ -3,7 +3,7 @@
 Some modules must run on one worker, one test after another: each test runs a whole suite of its own, or the
 module shares one module-scoped run. Modules that start a real engine form one group, ``live``: two engines side
 by side on 2 cores starve each other into false timeouts. Every other test is scheduled on its own. The groups are
-given to xdist by the scheduler hook it documents, not by ``xdist_group`` marks (see ``toolmatrix.scheduling``).
+given to xdist by the scheduler hook it documents, not by ``xdist_group`` marks (see ``toolmatrix.plugin.scheduling``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from toolmatrix.plugin import target_requested
-from toolmatrix.scheduling import GroupScheduling, wants_grouping
+from toolmatrix.plugin.scheduling import GroupScheduling, wants_grouping
 
 LIVE = ("test_docker_live", "test_hostile", "test_live_cpu_engines", "test_live_llamacpp", "test_portable_build",
         "test_ray")

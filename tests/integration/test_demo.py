@@ -15,7 +15,7 @@ import pytest
 
 from toolmatrix.cli import main
 from toolmatrix.library.cases import load_cases
-from toolmatrix.demo import ENGINE_BUGS, MODEL_MISTAKE, unanswered
+from toolmatrix.cli.demo import ENGINE_BUGS, MODEL_MISTAKE, unanswered
 from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records
 

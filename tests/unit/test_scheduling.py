@@ -26,7 +26,7 @@ def test_item(group, n):
 '''
 TOY_CONFTEST = '''
 import pytest
-from toolmatrix.scheduling import GroupScheduling, wants_grouping
+from toolmatrix.plugin.scheduling import GroupScheduling, wants_grouping
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
@@ -94,7 +94,7 @@ class OneWorkerConfig:
 def test_the_scheduler_runs_every_item_once_and_keeps_only_the_work_in_flight():
     """xdist's own bookkeeping keeps every scope a worker ever had (and walks it after each test); ours forgets a
     finished scope, so it stays as small as the work handed out, however long the run."""
-    from toolmatrix.scheduling import GroupScheduling
+    from toolmatrix.plugin.scheduling import GroupScheduling
 
     items = [f"t.py::test_case[c{n}-{mode}]" for n in range(200) for mode in ("nonstream", "stream")]
     scheduler = GroupScheduling(OneWorkerConfig(), None, key=lambda nodeid: nodeid.split("[")[1].split("-")[0])

@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 from tests.helpers_results import record, write_results
 from toolmatrix.library.cases import CaseShard, load_cases
 from toolmatrix.scale.executors.ray import _pack, file_results, task_options
-from toolmatrix.argtypes import case_shard
+from toolmatrix.library.cases import case_shard
 from toolmatrix.serving.registry import data_root
 from toolmatrix.scale.shards import PlanError, new_batch, plan_shards
 

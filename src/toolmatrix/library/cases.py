@@ -8,6 +8,7 @@ id and field; nothing is sent to an engine until the whole library is clean.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
@@ -38,6 +39,17 @@ class CaseShard:
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
+
+
+def case_shard(text: str) -> CaseShard:
+    """``--case-shard I/N``: two whole numbers with 1 <= I <= N (a command-line value type, beside its type)."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 2/4") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return CaseShard(index, count)
 
 
 @attrs.frozen

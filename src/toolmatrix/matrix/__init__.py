@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from toolmatrix.argtypes import positive_int
+from toolmatrix.base.argtypes import positive_int
 from toolmatrix.matrix.build import BuildReport, CellReport, Skipped, build_matrix
 
 __all__ = ["BuildReport", "CellReport", "Skipped", "build_matrix", "register"]

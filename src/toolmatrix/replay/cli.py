@@ -392,7 +392,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from toolmatrix.argtypes import positive_int
+    from toolmatrix.base.argtypes import positive_int
 
     replay = sub.add_parser("replay", help="replay fixtures through engines' own output parsers (no GPU, no model)")
     replay.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")

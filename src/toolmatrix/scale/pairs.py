@@ -25,7 +25,7 @@ import attrs
 import pytest
 
 from toolmatrix.base import exitcodes
-from toolmatrix.argtypes import base_url
+from toolmatrix.base.argtypes import base_url
 from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.serving.launchers.process import die_with_parent
 from toolmatrix.serving.registry import load_registry, resolve_model

@@ -20,7 +20,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from toolmatrix.argtypes import positive_int
+from toolmatrix.base.argtypes import positive_int
 from toolmatrix.base.atomic import write_text
 from toolmatrix.scale.executors import EmitError
 from toolmatrix.scale.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow

@@ -6,7 +6,7 @@ Collected only when a target is given (``--engine``/``--base-url``); parametrize
 
 import pytest
 
-from toolmatrix.plugin import RECORD_KEY
+from toolmatrix.plugin.keys import RECORD_KEY
 from toolmatrix.records import Posted, Verdict
 
 

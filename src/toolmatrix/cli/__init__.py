@@ -78,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     install.set_defaults(func=_cmd_install)
     from toolmatrix.library import casetable
     casetable.register(sub)
-    from toolmatrix import demo, matrix
+    from toolmatrix import matrix
+    from toolmatrix.cli import demo
     from toolmatrix.library import bfcl
     from toolmatrix.report import gate, show
     from toolmatrix.scale import plan
@@ -104,6 +105,3 @@ def main(argv: list[str] | None = None) -> int:
         args.paths = [str(data_root() / "cases")]
     return args.func(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import yaml
 
-from toolmatrix.argtypes import positive_int
+from toolmatrix.base.argtypes import positive_int
 from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
 from toolmatrix.matrix import build_matrix
 from toolmatrix.serving.registry import data_root

@@ -10,8 +10,6 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from toolmatrix.library.cases import CaseShard
-
 
 def positive_seconds(text: str) -> float:
     """A duration in seconds: finite and above zero (``nan``, ``inf``, 0 and negatives would never time out)."""
@@ -54,16 +52,6 @@ def seed(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more")
     return value
-
-
-def case_shard(text: str) -> CaseShard:
-    try:
-        index, count = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, e.g. 2/4") from None
-    if not 1 <= index <= count:
-        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
-    return CaseShard(index, count)
 
 
 def base_url_shared(plugins: pytest.PytestPluginManager) -> bool:
