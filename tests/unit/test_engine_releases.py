@@ -60,14 +60,14 @@ def replay_release(spec: EngineSpec) -> dict[str, str]:
     if spec.id not in ADAPTERS:
         return {}
     adapter = adapter_for(spec)
-    if not adapter.pip_steps:
+    if not adapter.replay.pip:
         assert spec.process is not None and (adapter.env_dir == venv_dir(spec) if spec.process.venv
                                              else spec.process.install), f"{spec.id}: whose install does it replay?"
         return {}
-    pins = [arg.partition("==")[2] for step in adapter.pip_steps for arg in step
-            if arg.startswith(f"{adapter.package}==")]
-    assert len(pins) == 1, f"{spec.id}: the replay pins {adapter.package} {len(pins)} times"
-    return {f"replay {adapter.package}": pins[0]}
+    pins = [arg.partition("==")[2] for step in adapter.replay.pip for arg in step
+            if arg.startswith(f"{adapter.replay.package}==")]
+    assert len(pins) == 1, f"{spec.id}: the replay pins {adapter.replay.package} {len(pins)} times"
+    return {f"replay {adapter.replay.package}": pins[0]}
 
 
 def published_releases(engine_id: str) -> dict[str, str]:

@@ -141,7 +141,8 @@ def test_two_worker_processes_write_the_records_one_writes_in_fixture_order(tmp_
     fixtures = generate([data_root() / "cases"], ["hermes"])[:7]
     runs = {n: tmp_path / str(n) for n in (1, 2)}
     for n, folder in runs.items():
-        replay_engine(attrs.evolve(SGLANG, processes=n), fixtures, folder, ["token", "random"])
+        spec = attrs.evolve(SGLANG.spec, replay=attrs.evolve(SGLANG.replay, processes=n))
+        replay_engine(attrs.evolve(SGLANG, spec=spec), fixtures, folder, ["token", "random"])
     one, two = ([(r.case_id, r.mode, r.verdict.value, r.reason) for r in read_records(folder)]
                 for folder in runs.values())
     assert len(one) == 7 * 3 and two == one

@@ -138,8 +138,8 @@ def test_vllm_skips_special_tokens_where_its_parsers_say() -> None:
     """The vLLM rule's ``kept_by`` is what vLLM's own parsers set: every tool parser engines/vllm.yaml maps, alone
     and with each reasoning parser it maps, asked with each offline tokenizer the server starts with."""
     adapter = _engine("vllm")
-    tools = sorted({flag_value(args, adapter.tool_flag) for args in adapter.spec.family_args.values()} - {None})
-    reasonings = [None, *sorted({flag_value(args, adapter.reasoning_flag)
+    tools = sorted({flag_value(args, adapter.replay.tool_flag) for args in adapter.spec.family_args.values()} - {None})
+    reasonings = [None, *sorted({flag_value(args, adapter.replay.reasoning_flag)
                                  for args in adapter.spec.reasoning_args.values()} - {None})]
     paths = [str(feeder.tokenizer_dir(name) / "tokenizer.json") for name in sorted(set(feeder.TOKENIZERS.values()))]
     asked = [(tool, reasoning, path, "harmony" if tool == "openai" else "x")

@@ -65,7 +65,7 @@ def test_the_live_command_line_is_mlx_lm_servers_own(tmp_path: Path) -> None:
 def test_the_replay_env_pins_the_live_envs_mlx_and_mlx_lm() -> None:
     assert SPEC.process is not None and SPEC.process.venv is not None
     live = {pin for step in SPEC.process.venv.steps for pin in step}
-    replay = {pin for step in MLXLM.pip_steps for pin in step}
+    replay = {pin for step in MLXLM.replay.pip for pin in step}
     assert {"mlx[cpu]==0.32.4", "mlx-lm==0.32.2"} <= live & replay
 
 

@@ -11,11 +11,12 @@ import attrs
 import pytest
 
 from toolmatrix.library.cases import load_cases
+from toolmatrix.replay.detok import Detok
 from toolmatrix.judge.checks import CHECKS
 from toolmatrix.base.features import CASE_FEATURES, CHECK_GAPS, FEATURES
 from toolmatrix.formats import get_family
 from toolmatrix.serving.launchers.docker import Mount
-from toolmatrix.serving.registry import (ANY_FAMILY, WEIGHTS_KINDS, DockerSpec, EngineSpec, ReadinessStep, data_root, load_engines,
+from toolmatrix.serving.registry import (ANY_FAMILY, WEIGHTS_KINDS, DockerSpec, EngineSpec, ReadinessStep, ReplaySpec, data_root, load_engines,
                                  load_models, load_registry, resolve_model)
 from toolmatrix.base.specs import SpecErrors, load_schema
 
@@ -104,6 +105,11 @@ DESCRIBED_DEFAULTS = {
     ("properties", "docker", "properties", "pull"): (DockerSpec, "pull"),
     ("properties", "docker", "properties", "models_dir"): (DockerSpec, "models_dir"),
     ("properties", "docker", "properties", "volumes", "items", "properties", "read_only"): (Mount, "read_only"),
+    ("properties", "replay", "properties", "processes"): (ReplaySpec, "processes"),
+    ("properties", "replay", "properties", "tool_flag"): (ReplaySpec, "tool_flag"),
+    ("properties", "replay", "properties", "reasoning_flag"): (ReplaySpec, "reasoning_flag"),
+    ("properties", "replay", "properties", "detok", "properties", "skip_special"): (Detok, "skip_special"),
+    ("properties", "replay", "properties", "detok", "properties", "stop_dropped"): (Detok, "stop_dropped"),
 }
 
 
@@ -175,6 +181,18 @@ def errors(root: Path, load=load_registry) -> list[str]:
     with pytest.raises(SpecErrors) as caught:
         load(root)
     return [str(error) for error in caught.value.errors]
+
+
+def test_replay_data_without_its_detok_rule_is_a_spec_error(copy):
+    """An engine's replay environment with no ids-to-text rule would be silently no adapter: the spec says so."""
+    path = copy / "engines" / "sglang.yaml"
+    text = path.read_text()
+    start = text.index("  detok:\n    prime: last5")
+    path.write_text(text[:start] + text[text.index("  # reference/replay.md", start):])
+    where = f"{path}:{text[:text.index('replay:')].count(chr(10)) + 1}: sglang: $.replay: 'detok' is a dependency of "
+    problems = errors(copy, load_engines)
+    assert all(p.startswith(where) for p in problems), problems
+    assert {p[len(where):].split()[0] for p in problems} == {"'cost'", "'env'", "'package'"}
 
 
 def test_unknown_field_in_an_engine_names_file_line_and_field(copy):

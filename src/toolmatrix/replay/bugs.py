@@ -143,7 +143,7 @@ def pinned_version(adapter: Adapter) -> str | None:
     """The version of the engine's parser package in its pinned env (its install record), None if not installed."""
     for line in adapter.versions().splitlines():
         name, _, version = line.partition("==")
-        if name.lower() == adapter.package.lower() and version:
+        if name.lower() == adapter.replay.package.lower() and version:
             return version
     return None
 

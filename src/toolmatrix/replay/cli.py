@@ -59,7 +59,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     replayable = [e for e in engines if e not in unreplayable]
     # Longest expected first, so the pool does not end on one long engine alone: measured cost x supported records.
     families = Counter(f.family for f in fixtures)
-    expected = {a.name: a.cost * sum(n for family, n in families.items() if a.supports(family, None))
+    expected = {a.name: a.replay.cost * sum(n for family, n in families.items() if a.supports(family, None))
                 for a in adapters(replayable)}
     jobs = [(e, fixtures, args.results_dir, chunkings) for e in sorted(replayable, key=lambda e: -expected[e])]
     # Each engine is its own worker process already; -j runs their host sides (feeding, judging) side by side too.
@@ -86,7 +86,7 @@ def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
     if engine not in ADAPTERS:
         return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(ADAPTERS)}"
     (adapter,) = adapters([engine])
-    if not adapter.package:
+    if not adapter.replay.package:
         return None, f"{command} --engine {engine}: its adapter names no package whose releases lay over its env"
     why = adapter.ready()
     return (pinned_version(adapter), "") if why is None else (None, f"{command} --engine {engine}: {why}")
@@ -107,7 +107,7 @@ def _release_list(engine: str, versions: str | None, since: str | None, pre: boo
         day = date.fromisoformat(since or "")
     except ValueError:
         raise ReleaseError(f"--since {since}: not a date (YYYY-MM-DD)") from None
-    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].package, newest_pre=pre), day)]
+    return [str(r) for r in published_since(fetch_releases(adapters([engine])[0].replay.package, newest_pre=pre), day)]
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -147,7 +147,7 @@ def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> 
         if args.bad is not None:
             raise ReleaseError("--bad goes with --good, not with --versions")
         return ordered(v for v in args.versions.split(",") if v.strip())
-    releases = fetch_releases(adapters([engine])[0].package)
+    releases = fetch_releases(adapters([engine])[0].replay.package)
     recent = since(releases, date.today() - timedelta(days=365)) or releases[-1:]
     return between(releases, args.good or str(recent[0]), args.bad or pinned or str(releases[-1]))
 

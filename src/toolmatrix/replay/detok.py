@@ -1,8 +1,8 @@
-"""An engine's rule for turning the model's token ids into the text its parser reads, as data: each replay adapter
-names its own (``Adapter.detok``) and the feeder applies it to a fixture's ids, for the non-streamed text and for
-every stream alike.
+"""An engine's rule for turning the model's token ids into the text its parser reads, as data: each engine spec
+states its own (``replay.detok``, read into ``Adapter.detok``) and the feeder applies it to a fixture's ids, for the
+non-streamed text and for every stream alike.
 
-The engines differ in three places (each adapter's rule cites the engine's code at its pinned version):
+The engines differ in three places (each spec's rule cites the engine's code at its pinned version):
 - which special tokens print: ``skip_special_tokens`` of a chat request with tools and ``tool_choice=auto``, and the
   tool or reasoning parsers that turn it off; llama.cpp prints a CONTROL token only where the template preserves
   it, and some tokens always (``printed``);
@@ -30,6 +30,11 @@ PRIMES = ("prompt", "last5", "none")
 Piece = tuple[str, "list[int] | None"]
 
 
+def _tuples(mapping: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+    """A spec's lists of tokens as tuples (the spec's YAML gives lists)."""
+    return {key: tuple(values) for key, values in mapping.items()}
+
+
 @attrs.frozen
 class Detok:
     """One engine's ids-to-text rule for a tool request (tools offered, ``tool_choice=auto``)."""
@@ -39,14 +44,14 @@ class Detok:
     """What the engine's detokenizer is seeded with: the whole prompt, its last 5 ids, or nothing."""
     skip_special: bool = True
     """``skip_special_tokens`` the request carries once the server has seen the tools, before any parser's say."""
-    kept_by: frozenset[str] = frozenset()
+    kept_by: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     """Tool or reasoning parsers whose request adjustment keeps special tokens (skip_special_tokens False)."""
-    printed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    printed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_tuples)
     """Family -> special tokens that print although specials are skipped (llama.cpp: forced USER_DEFINED, or
     the template's preserved_tokens)."""
     stop_dropped: bool = True
     """The stop token's text is left out (its id stays with the last piece, as vLLM keeps it in token_ids)."""
-    stop_kept: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    stop_kept: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict, converter=_tuples)
     """Tool parser -> stop tokens whose text stays although stop tokens are dropped (SGLang's gpt-oss ``<|call|>``)."""
     whole_words: bool = False
     """On a token that ends inside a character, the whole words before it are sent (SGLang's

@@ -76,8 +76,8 @@ def snippet(adapter: Adapter, fixture: Fixture, chunking: str | None = None) -> 
     used = [name for name in CONSTANTS if re.search(rf"\b{name}\b", body)]
     # the engine as replayed: its package's pinned line, else its build's first line (llama.cpp), else its name
     versions = adapter.versions().splitlines()
-    pin = next((line for line in versions if line.lower().startswith(adapter.package.lower() + "==")),
-               None) if adapter.package else (versions or [None])[0]
+    pin = next((line for line in versions if line.lower().startswith(adapter.replay.package.lower() + "==")),
+               None) if adapter.replay.package else (versions or [None])[0]
     expected = {"content": fixture.expected.content, "reasoning": fixture.expected.reasoning,
                 "tool_calls": [dict(call) for call in fixture.expected.tool_calls]}
     head = [f"# Replay fixture {fixture.id} on {pin or adapter.engine}: the non-streamed answer"

@@ -164,7 +164,7 @@ def replay_engine(adapter: Adapter, fixtures: list[Fixture], directory: Path,
     sent: deque[tuple[WorkerClient, Fixture, tuple, dict]] = deque()
     with ExitStack() as stack:
         clients = [stack.enter_context(WorkerClient(adapter.python, adapter.worker, dict(adapter.env())))
-                   for _ in range(adapter.processes)]
+                   for _ in range(adapter.replay.processes)]
         hello = clients[0].hello
         turns = itertools.cycle(clients)
         version = str(hello.get("version", ""))

@@ -187,6 +187,30 @@ class EvidenceSpec:
                    data.get("same_generation"))
 
 
+@attrs.frozen
+class ReplaySpec:
+    """An engine's replay adapter as data (``replay:``, the schema says what each key means): where its parser
+    environment is and how it is made, and how its server turns token ids into text."""
+
+    detok: Mapping[str, Any]  # the fields of toolmatrix.replay.detok.Detok (which replay reads them into)
+    cost: float  # ms per record, measured: only the order `toolmatrix replay -j N` starts engines in
+    env: str = ""  # under ~/.cache/toolmatrix/venvs/; "": the worker runs under the host's python
+    package: str = ""
+    pip: tuple[tuple[str, ...], ...] = ()  # (): an env the live tier installs
+    processes: int = 1
+    tool_flag: str = "--tool-call-parser"
+    reasoning_flag: str = "--reasoning-parser"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReplaySpec | None:
+        """None where the spec states no ids-to-text rule: no adapter replays that engine."""
+        if "detok" not in data:
+            return None
+        return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "processes", "tool_flag",
+                                                               "reasoning_flag"),
+                   pip=tuple(tuple(step) for step in data.get("pip", ())))
+
+
 @attrs.frozen(kw_only=True)
 class EngineSpec:
     id: str
@@ -209,6 +233,7 @@ class EngineSpec:
     replay_parsers: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.tool_parsers`
     replay_skip: Mapping[str, str] = attrs.field(factory=dict)  # spec `replay.skip`
     cannot_replay: str | None = None  # spec `replay.cannot_replay`: why no adapter runs its parser here
+    replay: ReplaySpec | None = None  # spec `replay`'s adapter data (None: no adapter replays this engine)
     served_model: str = "{served_name}"
     notes: str = ""
     evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
@@ -234,6 +259,7 @@ class EngineSpec:
             replay_parsers=dict(data.get("replay", {}).get("tool_parsers", {})),
             replay_skip=dict(data.get("replay", {}).get("skip", {})),
             cannot_replay=data.get("replay", {}).get("cannot_replay"),
+            replay=ReplaySpec.from_dict(data.get("replay", {})),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
         )
 

@@ -1,21 +1,24 @@
-"""Replay adapters, one file per engine; a new engine is one adapter here plus its spec's family_args."""
+"""Replay adapters, built from the engine specs: an engine replays when its spec's ``replay`` section states its
+ids-to-text rule (``detok``), with a worker file ``ENGINE_worker.py`` here; an engine whose replay needs behaviour
+beyond that data has a subclass in its own file."""
 
 from __future__ import annotations
 
-from toolmatrix.serving.registry import EngineSpec
+from toolmatrix.serving.registry import EngineSpec, load_engines
 
 from .base import Adapter, Support
 from .dynamo import DynamoAdapter
 from .llamacpp import LlamaCppAdapter
 from .lmdeploy import LMDeployAdapter
-from .mlxlm import MLXLMAdapter
-from .sglang import SGLangAdapter
 from .transformers import TransformersAdapter
 from .vllm import VLLMAdapter
 
-ADAPTERS: dict[str, type[Adapter]] = {"sglang": SGLangAdapter, "vllm": VLLMAdapter, "transformers": TransformersAdapter,
-                                      "lmdeploy": LMDeployAdapter, "llamacpp": LlamaCppAdapter,
-                                      "mlxlm": MLXLMAdapter, "dynamo": DynamoAdapter}
+BEHAVIOUR: dict[str, type[Adapter]] = {"dynamo": DynamoAdapter, "llamacpp": LlamaCppAdapter,
+                                       "lmdeploy": LMDeployAdapter, "transformers": TransformersAdapter,
+                                       "vllm": VLLMAdapter}
+
+ADAPTERS: dict[str, type[Adapter]] = {engine: BEHAVIOUR.get(engine, Adapter)
+                                      for engine, spec in load_engines().items() if spec.replay is not None}
 
 
 def adapter_for(spec: EngineSpec, at: str | None = None) -> Adapter:

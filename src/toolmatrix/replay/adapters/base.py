@@ -1,5 +1,6 @@
-"""One adapter per engine, behind one small protocol: where its parser environment is, which parser a fixture
-gets there (from the engine spec's own family -> parser mapping, the live tier's), and how to install it."""
+"""One adapter per engine, behind one small protocol, built from the engine spec's ``replay`` data: where its parser
+environment is, which parser a fixture gets there (from the engine spec's own family -> parser mapping, the live
+tier's), and how to install it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Mapping, Sequence
 
 import attrs
 
-from toolmatrix.serving.registry import EngineSpec, cache_dir
+from toolmatrix.serving.registry import EngineSpec, ReplaySpec, cache_dir
 
 from ..detok import Detok
 
@@ -42,26 +43,30 @@ def flag_value(args: Sequence[str], flag: str) -> str | None:
 
 @attrs.define
 class Adapter:
-    """Host side of one engine's replay. Subclasses set the class fields; most need nothing else."""
+    """Host side of one engine's replay, made from its spec's ``replay`` data (environment, pins, ids-to-text rule,
+    cost); a subclass adds only an engine's own behaviour."""
 
     spec: EngineSpec
-    engine: str = ""
-    worker_name: str = ""  # a file beside this one, run by the env's python
-    env_name: str = ""  # under ~/.cache/toolmatrix/venvs/
-    pip_steps: tuple[tuple[str, ...], ...] = ()  # to create the env (None: an env the live tier installs)
-    tool_flag: str = "--tool-call-parser"
-    reasoning_flag: str = "--reasoning-parser"
-    detok: Detok | None = None
-    """How the engine's server turns the model's token ids into the text its parser reads (None: the fixture's text
-    as written)."""
-    processes: int = 1  # worker processes side by side (an engine whose own server is the slow part)
-    cost: float = 3.0
-    """Milliseconds per record measured by benchmarks/bench_replay.py (-j 3, 2 cores, start-up included): only
-    the order ``toolmatrix replay -j N`` starts engines in (the longest expected first) depends on it."""
-    package: str = ""  # the engine's own PyPI package: what ENGINE@VERSION lays over the pinned env
     at: str | None = None
     """ENGINE@VERSION: that version of ``package`` first on the worker's path, the pinned env under it (so an old
     parser runs with the pinned env's dependencies); None: the pinned version."""
+    replay: ReplaySpec = attrs.field(init=False)  # the spec's replay data (what each value means: the schema)
+    detok: Detok = attrs.field(init=False)
+    """How the engine's server turns the model's token ids into the text its parser reads."""
+
+    @replay.default
+    def _replay(self) -> ReplaySpec:
+        if self.spec.replay is None:
+            raise ValueError(f"{self.spec.source}: no replay.detok, so no replay adapter for {self.spec.id}")
+        return self.spec.replay
+
+    @detok.default
+    def _detok(self) -> Detok:
+        return Detok(self.spec.id, **self.replay.detok)
+
+    @property
+    def engine(self) -> str:
+        return self.spec.id
 
     @property
     def name(self) -> str:
@@ -69,11 +74,11 @@ class Adapter:
 
     @property
     def env_dir(self) -> Path:
-        return cache_dir() / "venvs" / self.env_name
+        return cache_dir() / "venvs" / self.replay.env
 
     @property
     def overlay_dir(self) -> Path | None:
-        return cache_dir() / "venvs" / f"{self.env_name}-at" / self.at if self.at else None
+        return cache_dir() / "venvs" / f"{self.replay.env}-at" / self.at if self.at else None
 
     @property
     def python(self) -> Path:
@@ -81,7 +86,7 @@ class Adapter:
 
     @property
     def worker(self) -> Path:
-        return Path(__file__).with_name(self.worker_name)
+        return Path(__file__).with_name(f"{self.engine}_worker.py")
 
     def ready(self) -> str | None:
         """None when the env is installed, else why not (with the command that installs it)."""
@@ -99,20 +104,20 @@ class Adapter:
         lines = path.read_text().splitlines() if path.is_file() else []
         if self.overlay_dir is None:
             return "".join(line + "\n" for line in lines)
-        pinned = f"{self.package.lower()}=="
-        return "".join(line + "\n" for line in [f"{self.package}=={self.at}",
+        pinned = f"{self.replay.package.lower()}=="
+        return "".join(line + "\n" for line in [f"{self.replay.package}=={self.at}",
                                                  *(x for x in lines if not x.lower().startswith(pinned))])
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         args = self.spec.family_args.get(family)
-        parser = flag_value(args, self.tool_flag) if args is not None else None
+        parser = flag_value(args, self.replay.tool_flag) if args is not None else None
         parser = parser or self.spec.replay_parsers.get(family)  # one the server picks itself (no flag)
         if parser is None:
             reason = self.spec.cannot_serve.get(family) or self.spec.cannot_serve.get("*") or "no tool parser"
             return Support(None, None, f"{self.spec.id}: {reason} ({family})")
         reasoning = None
         if reasoning_style:
-            reasoning = flag_value(self.spec.reasoning_args.get(reasoning_style, ()), self.reasoning_flag)
+            reasoning = flag_value(self.spec.reasoning_args.get(reasoning_style, ()), self.replay.reasoning_flag)
         return Support(parser, reasoning)
 
     def env(self) -> Mapping[str, str]:
@@ -122,15 +127,15 @@ class Adapter:
         return env
 
     def install(self) -> Path:
-        """Create the env from ``pip_steps`` (once); what the live tier installs is reused as it is. ENGINE@VERSION:
+        """Create the env from the spec's ``replay.pip`` steps (once); what the live tier installs is reused as it is. ENGINE@VERSION:
         only ``package`` at that version, without dependencies, into its own folder over the installed env."""
         if self.overlay_dir is not None:
             return self._install_overlay()
-        if not self.pip_steps:
+        if not self.replay.pip:
             raise RuntimeError(f"{self.engine}: its environment is the live tier's: toolmatrix install {self.engine}")
         pip = [str(self.python), "-m", "pip", "--disable-pip-version-check"]
         commands = [[sys.executable, "-m", "venv", "--clear", str(self.env_dir)]]
-        commands += [[*pip, "install", *step] for step in self.pip_steps]
+        commands += [[*pip, "install", *step] for step in self.replay.pip]
         for command in commands:
             subprocess.run(command, check=True, stdout=sys.stderr)
         freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
@@ -139,7 +144,7 @@ class Adapter:
 
     def _install_overlay(self) -> Path:
         assert self.overlay_dir is not None
-        if not self.package:
+        if not self.replay.package:
             raise RuntimeError(f"{self.engine}: no engine package to install at a version")
         if not (self.env_dir / INSTALLED).is_file():
             raise RuntimeError(f"{self.name} lays over {self.engine}'s own environment, which is not installed: "
@@ -148,9 +153,9 @@ class Adapter:
             return self.overlay_dir
         done = subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
                                "--no-deps", "--upgrade", "--target", str(self.overlay_dir),
-                               f"{self.package}=={self.at}"], capture_output=True, text=True)
+                               f"{self.replay.package}=={self.at}"], capture_output=True, text=True)
         if done.returncode != 0:  # pip's own last words: the measured reason a sweep's column gives
-            raise InstallError(f"{self.package}=={self.at} does not install here: "
+            raise InstallError(f"{self.replay.package}=={self.at} does not install here: "
                                f"{(done.stderr or done.stdout).strip()[-600:]}")
-        (self.overlay_dir / INSTALLED).write_text(f"{self.package}=={self.at}\n")
+        (self.overlay_dir / INSTALLED).write_text(f"{self.replay.package}=={self.at}\n")
         return self.overlay_dir

@@ -18,7 +18,6 @@ import attrs
 
 from toolmatrix.serving.registry import cache_dir, load_models
 
-from ..detok import Detok
 from .base import Adapter, Support
 
 HARNESS = "toolmatrix-chat-parse"
@@ -46,16 +45,8 @@ def harness_sha256() -> str:
 
 @attrs.define
 class LlamaCppAdapter(Adapter):
-    engine: str = "llamacpp"
-    worker_name: str = "llamacpp_worker.py"
-    cost: float = 2.5
-    # Each token alone through common_token_to_piece(ctx, tok, special) (server-context.cpp:4215), special only with
-    # --special (off) or for the template's preserved_tokens (:4130-4133): a CONTROL token (a tokenizer's special
-    # token, as convert_hf_to_gguf types it) gives "" (llama-vocab.cpp:3714), the stop token included; gpt-oss's
-    # <|channel|> <|message|> <|start|> <|constrain|> are forced USER_DEFINED (:2966-2975) and its template preserves
-    # <|end|>. No GGUF vocabulary here: the rule reads the tokenizer.json's special flags.
-    detok: Detok = Detok("llamacpp", "none", stop_dropped=False, printed={
-        "harmony": ("<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", "<|end|>")})
+    """The spec's adapter over the harness the llama.cpp build makes: its own readiness, versions, template choice
+    and install."""
 
     @property
     def bin_dir(self) -> Path:

