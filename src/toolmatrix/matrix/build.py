@@ -20,10 +20,11 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from itertools import repeat
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import attrs
 
+from toolmatrix.base.atomic import Replacing, write_text
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
 from toolmatrix.replay.versions import is_sweep, read_versions
@@ -132,26 +133,24 @@ def _newest_first(infos: list[RunInfo]) -> dict[str, list[RunInfo]]:
 
 
 class _MatrixJson:
-    """Writes matrix.json one cell at a time (the failing cases of all cells need not fit in memory)."""
+    """Writes matrix.json one cell at a time (the failing cases of all cells need not fit in memory), in place
+    only once whole."""
 
     def __init__(self, path: Path):
-        self.path, self.partial = path, path.with_name(path.name + ".partial")
-        self.handle: IO[str] = self.partial.open("w", encoding="utf-8")
-        self.handle.write('{"format": "toolmatrix-matrix", "format_version": 1, "cells": [')
+        self.file = Replacing(path)
+        self.file.handle.write('{"format": "toolmatrix-matrix", "format_version": 1, "cells": [')
         self.count = 0
 
     def add(self, cell: dict) -> None:
-        self.handle.write(("," if self.count else "") + "\n" + json.dumps(cell, ensure_ascii=False, default=str))
+        self.file.handle.write(("," if self.count else "") + "\n" + json.dumps(cell, ensure_ascii=False, default=str))
         self.count += 1
 
     def close(self, tail: dict) -> None:
-        self.handle.write("\n],\n" + json.dumps(tail, ensure_ascii=False, indent=1)[1:].lstrip())
-        self.handle.close()
-        os.replace(self.partial, self.path)
+        self.file.handle.write("\n],\n" + json.dumps(tail, ensure_ascii=False, indent=1)[1:].lstrip())
+        self.file.publish()
 
     def abort(self) -> None:
-        self.handle.close()
-        self.partial.unlink(missing_ok=True)
+        self.file.discard()
 
 
 @attrs.frozen
@@ -262,9 +261,9 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     }
     matrix_json.close(data)
     outputs = (out_dir / "matrix.json",
-               _write(out_dir / "index.html", render_html({**data, "cells": page_cells,
+               write_text(out_dir / "index.html", render_html({**data, "cells": page_cells,
                                                            "versions": _page_versions(data["versions"])})),
-               _write(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
+               write_text(out_dir / "matrix.md", render_markdown({**data, "cells": page_cells})))
     return BuildReport(tuple(reports), tuple(skipped), tuple(superseded), outputs)
 
 
@@ -307,8 +306,3 @@ def _report(cell: Cell) -> CellReport:
                       cell.full["runs_total"], cell.full["mixed_total"])
 
 
-def _write(path: Path, text: str) -> Path:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-    return path
