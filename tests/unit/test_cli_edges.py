@@ -69,3 +69,25 @@ def test_commands_that_write_a_file_make_its_folder(tmp_path, capsys):
     assert main(["plan", "--engine", "llamacpp", "--model", "qwen2.5-coder-0.5b", "--emit", "github-actions", "-o",
                  str(workflow)]) == 0
     assert "jobs:" in workflow.read_text()
+
+
+def test_output_cut_short_by_the_reader_is_no_traceback():
+    """``toolmatrix show … | head -1``: the reader leaves after one line; the command stops quietly, with the status
+    a command killed by SIGPIPE gives (141). The pipe is made one page small, so the record (~37 KB) cannot fit."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    committed = Path(__file__).parents[2] / "results" / "cpu-qwen2.5-coder"
+    read, write = os.pipe()
+    fcntl.fcntl(write, 1031, 4096)  # F_SETPIPE_SZ
+    command = [sys.executable, "-m", "toolmatrix", "show", str(committed), "many_tools.one_fits_reminder",
+               "--pair", "qwen2.5-coder-0.5b@llamacpp", "--mode", "nonstream", "--full"]
+    proc = subprocess.Popen(command, stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    with os.fdopen(read) as reader:
+        first = reader.readline()
+    assert first.startswith("many_tools.one_fits_reminder")
+    assert proc.wait(timeout=60) == 141 and proc.stderr.read() == ""

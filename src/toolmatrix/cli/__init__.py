@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -103,5 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         from toolmatrix.serving.registry import data_root
 
         args.paths = [str(data_root() / "cases")]
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `toolmatrix show … | head`: the reader stopped reading; no traceback for that
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        return 128 + signal.SIGPIPE  # what a command killed by SIGPIPE reports to a pipefail shell
 
