@@ -179,17 +179,25 @@ def stream(req: dict, pieces: list) -> list:
     return [json.loads(e)["choices"][0]["delta"] for e in events if e != b"[DONE]"]
 
 
-def refuses(req: dict) -> str | None:
-    """Why this family cannot replay (None: it can): the server reads everything from the model's tokenizer, and
-    the harness drives the generation API of 0.32 (its text state machine), which an older release laid over the
-    env lacks."""
+@functools.cache
+def _too_old() -> str | None:
+    """Why this MLX-LM release cannot replay at all (None: it can), asked once per worker: the harness drives the
+    generation API of 0.32 (its text state machine), which an older release laid over the env lacks."""
     import dataclasses
 
     from importlib.metadata import version
 
-    if "text_sm" not in {f.name for f in dataclasses.fields(_server().GenerationContext)}:
-        return (f"MLX-LM {version('mlx-lm')}'s server predates the text state machine (GenerationContext.text_sm, "
-                "0.32.0) that the replay harness drives: its calls are parsed in another code path, not replayed here")
+    if "text_sm" in {f.name for f in dataclasses.fields(_server().GenerationContext)}:
+        return None
+    return (f"MLX-LM {version('mlx-lm')}'s server predates the text state machine (GenerationContext.text_sm, "
+            "0.32.0) that the replay harness drives: its calls are parsed in another code path, not replayed here")
+
+
+def refuses(req: dict) -> str | None:
+    """Why this family cannot replay (None: it can): the release is older than the harness's API, or (the server
+    reads everything from the model's tokenizer) the family has no offline tokenizer."""
+    if reason := _too_old():
+        return reason
     if not req.get("tokenizer"):
         return ("no offline tokenizer for this family: MLX-LM infers its tool-call markers, thinking markers and "
                 "detokenizer from the model's own tokenizer (toolmatrix replay-install tokenizers fetches those "

@@ -21,6 +21,7 @@ real prompt would open ``<think>`` (Qwen 3.5 with thinking on) is parsed as if t
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -43,11 +44,17 @@ def _processor():
     return _TextTokenizer()
 
 
+@functools.cache
+def _takes_tools(function) -> bool:
+    import inspect
+    return "tools" in inspect.signature(function).parameters
+
+
 def _tools(function, req: dict) -> dict:
     """The request's tools as ``function`` takes them: 5.23 gave the parsers ``tools=`` (for the schema's types);
-    an older release laid over the env has no such argument and its server parsed without them."""
-    import inspect
-    return {"tools": req["tools"] or None} if "tools" in inspect.signature(function).parameters else {}
+    an older release laid over the env has no such argument and its server parsed without them. The signature is
+    read once per worker, not per request."""
+    return {"tools": req["tools"] or None} if _takes_tools(function) else {}
 
 
 def _prompt(model_type: str) -> str:
