@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from toolmatrix.replay.versions import FIX, REGRESSION, marks
+
 
 def _cell_md(cell: dict[str, Any] | None, flips: list[dict[str, Any]], md_text: Callable[..., str]) -> str:
     if cell is None:
         return ""
     if "reason" in cell:
         return "n/a: " + md_text(cell["reason"].strip().splitlines()[-1] if cell["reason"].strip() else "", 80)
-    marks = "".join(sorted({"▼" if flips[i]["kind"] == "regression" else "▲" for i in cell["flips"]}))
-    return f"{100 * cell['rate']:.0f}% ({cell['pass']}/{cell['total']}){' ' + marks if marks else ''}"
+    mark = marks(cell, flips, {REGRESSION: "▼", FIX: "▲"})
+    return f"{100 * cell['rate']:.0f}% ({cell['pass']}/{cell['total']}){' ' + mark if mark else ''}"
 
 
 def versions_markdown(engines: list[dict[str, Any]], md_text: Callable[..., str], cap: int) -> list[str]:

@@ -219,12 +219,17 @@ def _last_line(text: str) -> str:
     return (text.strip().splitlines() or ["?"])[-1][:200]
 
 
+def marks(cell: dict[str, Any], flips: list[dict[str, Any]], symbols: dict[str, str]) -> str:
+    """A ``layout`` cell's changes since the release before, one mark per kind (``symbols``: kind -> its mark)."""
+    return "".join(sorted({symbols[flips[i]["kind"]] for i in cell["flips"]}))
+
+
 def _cell(cell: dict[str, Any] | None, flips: list[dict[str, Any]]) -> str:
     if cell is None:
         return ""
     if "reason" in cell:
         return "n/a"
-    mark = "".join(sorted({"v" if flips[i]["kind"] == REGRESSION else "^" for i in cell["flips"]}))
+    mark = marks(cell, flips, {REGRESSION: "v", FIX: "^"})
     return f"{cell['pass']}/{cell['total']}{' ' + mark if mark else ''}"
 
 
