@@ -58,5 +58,6 @@ def test_every_replay_engine_parses_the_smoke_subset(engine: str, smoke_fixtures
     assert families | set(skipped) == {json.loads(line)["family"] for line in smoke_fixtures.read_text().splitlines()}
     assert all(reason.strip() for reason in skipped.values())
     # Every replay engine reads Hermes <tool_call> blocks: each mode of that fixture passes with the real parser.
-    hermes = [(r.mode, r.verdict.value) for r in records if r.case_id == "hermes." + CASE]
-    assert hermes == [("nonstream", "pass"), *((f"stream:{c}", "pass") for c in CHUNKINGS)]
+    hermes = [r for r in records if r.case_id == "hermes." + CASE]
+    assert [(r.mode, r.verdict.value) for r in hermes] == [("nonstream", "pass"), *((f"stream:{c}", "pass") for c in CHUNKINGS)], \
+        [r.reason for r in hermes]

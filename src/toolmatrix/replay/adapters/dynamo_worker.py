@@ -68,6 +68,10 @@ class Frontend:
         self.pieces: list[list[int]] = []  # what the stand-in yields next: one request at a time
         self.folder = tempfile.mkdtemp(prefix="dynamo-replay-")
         atexit.register(shutil.rmtree, self.folder, ignore_errors=True)
+        # Dynamo copies each registered model's files into $HOME/.cache/dynamo/mdc/by-slug/<name>/<hash>: two
+        # replay processes registering the same stand-in name would write the same files at once, and a user's home
+        # would keep every copy. Each process gets its own, removed with the folder.
+        os.environ["HOME"] = self.folder
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.runtime = self._run(self._start())
 
@@ -94,7 +98,7 @@ class Frontend:
         if key not in self.models:
             name = f"{MODEL}-{len(self.models)}"
             self._run(self._register(name, tool, reasoning, self._model_dir(name, tokenizer)))
-            self._wait_listed(name)
+            self._wait_answering(name)
             self.models[key] = name
         return self.models[key]
 
@@ -122,24 +126,38 @@ class Frontend:
                              custom_template_path=os.path.join(folder, "template.jinja"))
         asyncio.ensure_future(endpoint.serve_endpoint(self._generate))
 
-    def _wait_listed(self, name: str) -> None:
+    def _wait_answering(self, name: str) -> None:
+        """Until the frontend lists the new stand-in, then answers an empty completion for it: being listed is not
+        proof of being routed to its endpoint, and a fixture's first request must not be the one that finds out
+        (polling the list first keeps the frontend's 404 error logs out of stderr)."""
         deadline = time.monotonic() + READY_S
+        answer: object = "not listed"
+        while time.monotonic() < deadline and not self._listed(name):
+            time.sleep(0.05)
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/models", timeout=5) as answer:
-                    if any(m.get("id") == name for m in json.load(answer).get("data", [])):
-                        return
-            except OSError:
-                pass
+                status, answer = self.chat(name, [], [], stream=False)
+                if status == 200:
+                    return
+            except OSError as exc:  # the frontend's port not yet open, or the request timed out
+                answer = exc
             time.sleep(0.05)
-        raise RuntimeError(f"Dynamo's frontend did not list the stand-in model {name} within {READY_S:.0f} s")
+        raise RuntimeError(f"Dynamo's frontend did not answer for the stand-in model {name} within {READY_S:.0f} s: "
+                           f"{str(answer)[:300]}")
+
+    def _listed(self, name: str) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/models", timeout=5) as answer:
+                return any(m.get("id") == name for m in json.load(answer).get("data", []))
+        except OSError:
+            return False
 
     def chat(self, name: str, pieces: list[list[int]], tools: list, stream: bool,
              template_kwargs: dict | None = None) -> tuple[int, object]:
         """POST one chat completion; (status, JSON answer) or, streamed, (status, the SSE events' JSON)."""
         self.pieces = pieces
-        body = {"model": name, "messages": [{"role": "user", "content": "replay"}], "tools": tools,
-                "tool_choice": "auto", "stream": stream}
+        body = {"model": name, "messages": [{"role": "user", "content": "replay"}], "stream": stream,
+                **({"tools": tools, "tool_choice": "auto"} if tools else {})}
         if template_kwargs:
             # Thinking as the fixture shows, under the family's own key, as a client asks it (the host's
             # chat_template_kwargs). Dynamo 1.3.0 reads the switch for its force-reasoning parsers: deepseek_r1
