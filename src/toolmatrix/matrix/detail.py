@@ -10,7 +10,7 @@ import difflib
 import json
 from typing import Any
 
-from toolmatrix.wire.exchange import Exchange
+from toolmatrix.records import record_of
 
 BLOB_CAP = 6_000  # characters per request / response / chunks text on the page (at most)
 REASON_CAP = 300
@@ -55,10 +55,7 @@ def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
     if not isinstance(expect, dict):
         return ""
     # Read as the record's own surface reads it: a Responses or Messages answer is no Chat Completions body.
-    stream = "chunks" in record
-    message = Exchange("stream" if stream else "nonstream", record["request"], record.get("http_status"),
-                       record.get("response"), tuple(record.get("chunks") or ()), record.get("error"),
-                       api=record.get("api", "chat")).message()
+    message = record_of(record).exchange().message()
     if message is None:
         return ""
     ordered = bool(expect.get("ordered"))

@@ -68,7 +68,12 @@ class Line(NamedTuple):
 
     @property
     def record(self) -> Record:
-        return converter.structure(self.data, Record)
+        return record_of(self.data)
+
+
+def record_of(data: dict) -> Record:
+    """A record's parsed (migrated) JSON as the typed ``Record``, for a reader that kept only the JSON."""
+    return converter.structure(data, Record)
 
 
 def run_dirs(root: Path) -> list[Path]:
