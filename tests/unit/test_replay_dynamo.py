@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -47,7 +48,7 @@ TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {
 
 
 def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, family: str,
-           template_kwargs: dict | None = None, tools: list = TOOLS) -> dict:
+           template_kwargs: dict | None = None, tools: list = TOOLS, home: Path | None = None) -> dict:
     if DYNAMO.ready() or tokenizer_path(family) is None:
         pytest.skip(f"{DYNAMO.ready() or 'no tokenizer'} (toolmatrix replay-install dynamo / tokenizers)")
     req = {"op": "parse", "text": text, "tools": tools, "tool_parser": tool, "reasoning_parser": reasoning,
@@ -55,15 +56,19 @@ def _parse(text: str, pieces: list[str], tool: str, reasoning: str | None, famil
            "streams": {"pieces": [[p, None] for p in pieces]},
            "chat_template_kwargs": template_kwargs or {}}
     done = subprocess.run([str(DYNAMO.python), str(DYNAMO.worker)], input=json.dumps(req) + "\n", text=True,
-                          capture_output=True, env=dict(DYNAMO.env()), timeout=120, check=True)
+                          capture_output=True, env={**DYNAMO.env(), **({"HOME": str(home)} if home else {})},
+                          timeout=120, check=True)
     return json.loads(done.stdout)
 
 
-def test_the_frontend_parses_a_hermes_call_and_its_reasoning_whole_and_streamed() -> None:
+def test_the_frontend_parses_a_hermes_call_and_its_reasoning_whole_and_streamed(tmp_path: Path) -> None:
     text = '<think>UTC?</think>Checking.\n<tool_call>\n{"name": "get_time", "arguments": {"timezone": "UTC"}}\n' \
            '</tool_call>'
     cuts = [0, len("<think>UTC"), text.index("ing."), text.index('"get_time"'), len(text)]
-    answer = _parse(text, [text[a:b] for a, b in zip(cuts, cuts[1:])], "hermes", "qwen3", "hermes")
+    answer = _parse(text, [text[a:b] for a, b in zip(cuts, cuts[1:])], "hermes", "qwen3", "hermes", home=tmp_path)
+    # Dynamo's copies of the stand-in's model folder stay in the worker's own temporary home, not the user's (two
+    # workers wrote the same files there at once).
+    assert not (tmp_path / ".cache" / "dynamo").exists()
     whole = answer["nonstream"]
     assert (whole["reasoning"], whole["content"].strip()) == ("UTC?", "Checking.")
     assert [(c["name"], json.loads(c["arguments"])) for c in whole["tool_calls"]] == [("get_time", {"timezone": "UTC"})]
