@@ -82,7 +82,7 @@ def test_output_cut_short_by_the_reader_is_no_traceback():
 
     committed = Path(__file__).parents[2] / "results" / "cpu-qwen2.5-coder"
     read, write = os.pipe()
-    fcntl.fcntl(write, 1031, 4096)  # F_SETPIPE_SZ
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
     command = [sys.executable, "-m", "toolmatrix", "show", str(committed), "many_tools.one_fits_reminder",
                "--pair", "qwen2.5-coder-0.5b@llamacpp", "--mode", "nonstream", "--full"]
     proc = subprocess.Popen(command, stdout=write, stderr=subprocess.PIPE, text=True)

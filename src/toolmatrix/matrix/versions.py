@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from toolmatrix.replay.versions import FIX, REGRESSION, marks
+from toolmatrix.replay.versions import FIX, REGRESSION, last_line, marks
 
 
 def _cell_md(cell: dict[str, Any] | None, flips: list[dict[str, Any]], md_text: Callable[..., str]) -> str:
     if cell is None:
         return ""
     if "reason" in cell:
-        return "n/a: " + md_text(cell["reason"].strip().splitlines()[-1] if cell["reason"].strip() else "", 80)
+        return "n/a: " + md_text(last_line(cell["reason"], empty=""), 80)
     mark = marks(cell, flips, {REGRESSION: "▼", FIX: "▲"})
     return f"{100 * cell['rate']:.0f}% ({cell['pass']}/{cell['total']}){' ' + mark if mark else ''}"
 

@@ -214,9 +214,9 @@ def read_versions(path: Path) -> list[dict[str, Any]]:
     return [{**entry, "source": str(path)} for entry in data["engines"]]  # where the page's reader finds it
 
 
-def _last_line(text: str) -> str:
-    """A reason's last line, where pip and a dying worker put the error itself."""
-    return (text.strip().splitlines() or ["?"])[-1][:200]
+def last_line(text: str, empty: str = "?") -> str:
+    """A reason's last line, where pip and a dying worker put the error itself (``empty`` for a blank reason)."""
+    return (text.strip().splitlines() or [empty])[-1][:200]
 
 
 def marks(cell: dict[str, Any], flips: list[dict[str, Any]], symbols: dict[str, str]) -> str:
@@ -247,12 +247,12 @@ def table(entries: list[dict[str, Any]]) -> str:
         parts += [f"{f['kind']} {f['before']} -> {f['after']} {f['family']}: "
                   + ", ".join(f"{case} [{mode}] {was}->{now}" for case, mode, was, now, *_ in f["records"])
                   for f in flips]
-        parts += [f"first replayed at {a['version']}: {a['family']} (before: {_last_line(a['reason'])})"
+        parts += [f"first replayed at {a['version']}: {a['family']} (before: {last_line(a['reason'])})"
                   for a in entry["arrivals"]]
         missing = [(v, [c for c in (cells[f][i] for f in entry["families"]) if c]) for i, v in
                    enumerate(entry["releases"])]
         # a release that replayed nothing: the reason most of its families give (the rest are the spec's own skips)
-        parts += [f"{version}: cannot replay here: {_last_line(Counter(c['reason'] for c in found).most_common(1)[0][0])}"
+        parts += [f"{version}: cannot replay here: {last_line(Counter(c['reason'] for c in found).most_common(1)[0][0])}"
                   for version, found in missing if found and all("reason" in c for c in found)]
         parts.append("")
     return "\n".join(parts)
