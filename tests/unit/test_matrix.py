@@ -495,9 +495,10 @@ def test_the_replay_table_links_its_triage_relative_to_the_page(tmp_path):
     assert "TRIAGE" not in (tmp_path / "plain" / "matrix.md").read_text()
 
 
-def not_served(case_id: str, mode: str, check: str, detail: str) -> dict:
-    """A record of a surface the engine does not serve: unsupported with the spec's reason, then the check's words."""
-    declared = "api.responses: e1 has no /v1/responses route (server/app.py)"
+def not_served(case_id: str, mode: str, check: str, detail: str, also: str = "") -> dict:
+    """A record of a surface the engine does not serve: unsupported with the spec's reason (and the case's other
+    declared gaps, ``also``), then the check's words."""
+    declared = "api.responses: e1 has no /v1/responses route (server/app.py)" + also
     rec = record(case_id, "unsupported", mode=mode, reason=f"{declared} ({check}: {detail})")
     rec["checks"][1] = {"name": check, "outcome": "fail", "blame": "engine", "detail": detail}
     return rec
@@ -508,13 +509,14 @@ def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(
     write_results(tmp_path / "responses", [
         not_served("single.a", "nonstream", "http_status", "HTTP 404: Not Found"),
         not_served("single.a", "stream", "wire_shape", "HTTP 404 error body: $: 'type' is a required property"),
-        not_served("single.b", "nonstream", "http_status", "HTTP 404: Not Found"),
-        not_served("single.b", "stream", "http_status", "HTTP 404: Not Found"),
+        not_served("single.b", "nonstream", "http_status", "HTTP 404: Not Found", also="; reasoning: no thinking"),
+        not_served("single.b", "stream", "http_status", "HTTP 404: Not Found", also="; reasoning: no thinking"),
     ], run_id="run-2", api="responses")
 
     build_matrix([tmp_path], tmp_path / "out")
 
-    reason = "api.responses: e1 has no /v1/responses route (server/app.py)"  # one, whatever check failed after it
+    # Each declared gap once, the most shared first, whatever check failed after it.
+    reason = "api.responses: e1 has no /v1/responses route (server/app.py); reasoning: no thinking"
     for source in ("matrix.json", "page"):
         assert cell_of(tmp_path / "out", "m1@e1 [responses]", source)["unsupported_reason"] == reason
         assert "unsupported_reason" not in cell_of(tmp_path / "out", "m1@e1", source)  # some unsupported only

@@ -619,6 +619,9 @@ def run_checks(ev: CheckInput, prefix: str = "") -> list[CheckResult]:
     return [c(ev, prefix) for c in CHECKS]
 
 
+GAP_SEPARATOR = "; "  # between the declared gaps of an unsupported record's reason
+
+
 @attrs.frozen
 class Decision:
     """A case's outcome in one mode, as ``judge`` decides it from the checks."""
@@ -639,21 +642,23 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     if not failures:
         # Passing proves nothing where the model could not do what the case is about.
         lacking = [f"{f}: {unsupported[f]}" for f in sorted(features) if f in PRECONDITIONS and f in unsupported]
-        return Decision(Verdict.UNSUPPORTED, None, "; ".join(lacking)) if lacking else Decision(Verdict.PASS, None, "")
+        return Decision(Verdict.UNSUPPORTED, None, GAP_SEPARATOR.join(lacking)) if lacking else Decision(Verdict.PASS, None, "")
     first = failures[0]
     reason = f"{first.name}: {first.detail}"
     # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).
     gaps = [f"{f}: {unsupported[f]}" for f in sorted({*features, first.name}) if f in unsupported]
     if gaps:
-        return Decision(Verdict.UNSUPPORTED, first.blame, "; ".join(gaps) + f" ({reason})")
+        return Decision(Verdict.UNSUPPORTED, first.blame, GAP_SEPARATOR.join(gaps) + f" ({reason})")
     broken = next((r for r in failures if r.kind in EXCHANGE_FAILED), None)
     if broken is not None:
         return Decision(Verdict.ERROR, broken.blame, f"{broken.name}: {broken.detail}")
     return Decision(Verdict.FAIL, first.blame, reason)
 
 
-def declared_reason(reason: str, checks: Iterable[Mapping[str, Any]]) -> str:
-    """An unsupported record's reason as the engine spec declares it: without the failing check's own words,
-    which ``judge`` appends as `` (CHECK: DETAIL)`` and which differ from record to record."""
+def declared_gaps(reason: str, checks: Iterable[Mapping[str, Any]]) -> list[str]:
+    """An unsupported record's reason as the engine spec declares it, one ``FEATURE: WHY`` per gap: without the
+    failing check's own words, which ``judge`` appends as `` (CHECK: DETAIL)`` and which differ from record to
+    record. A cell lists each gap once however many of its cases share it."""
     first = next((c for c in checks if c["outcome"] == CheckOutcome.FAIL), None)
-    return reason.removesuffix(f" ({first['name']}: {first['detail']})") if first else reason
+    declared = reason.removesuffix(f" ({first['name']}: {first['detail']})") if first else reason
+    return declared.split(GAP_SEPARATOR)

@@ -19,7 +19,7 @@ from typing import IO, Any, Mapping
 import attrs
 
 from toolmatrix.base.atomic import Replacing
-from toolmatrix.judge.checks import declared_reason
+from toolmatrix.judge.checks import declared_gaps
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.report.passk import sample_stats
 from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
@@ -232,7 +232,7 @@ def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, ta
             if outcome.verdict is Verdict.PASS:
                 continue
             if outcome.verdict is Verdict.UNSUPPORTED:
-                declared[declared_reason(record["reason"], record["checks"])] += 1
+                declared.update(declared_gaps(record["reason"], record["checks"]))
             failures.copy(line.raw)
             if key not in merged:
                 failures.add(record, prefix, source)
