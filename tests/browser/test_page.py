@@ -335,9 +335,10 @@ def test_the_surfaces_of_an_engine_are_cells_inside_its_one_column(browser, with
 
 @pytest.fixture(scope="module")
 def unserved(tmp_path_factory) -> Path:
-    """A pair over Chat Completions and over a surface its engine does not serve (every record unsupported)."""
+    """A pair over Chat Completions (a category of it all unsupported: the model does not think) and over a
+    surface its engine does not serve (every record unsupported)."""
     root = tmp_path_factory.mktemp("unserved")
-    write_results(root / "chat", suite({"single.a": "pass", "single.b": "fail"}))
+    write_results(root / "chat", suite({"single.a": "pass", "single.b": "fail", "reasoning.r": "unsupported"}))
     reason = f"api.messages: e1 has no /v1/messages route {SCRIPT}"
     write_results(root / "messages", suite({"single.a": "unsupported", "single.b": "unsupported"}, reason=reason),
                   run_id="run-2", api="messages")
@@ -352,7 +353,15 @@ def test_a_surface_the_engine_does_not_serve_is_grey_with_its_reason_not_a_red_0
     assert over.locator(".rate").inner_text() == "unsupported"
     assert over.locator(".unsupported-reason").inner_text() == f"api.messages: e1 has no /v1/messages route {SCRIPT}"
     assert over.locator("ul.cats li").count() == 0 and over.locator(".conformance").count() == 0
-    assert "lv-warn" in cell(page, "m1@e1").get_attribute("class")  # a real failure keeps its colour
+    chat = cell(page, "m1@e1")
+    assert "lv-bad" in chat.get_attribute("class")  # a real failure keeps its colour (2 of 6 pass)
+    # A category the run could not judge is grey "unsupported", in the chips and under the category filter.
+    assert chat.locator("ul.cats li").all_inner_texts() == ["reasoning unsupported", "single 50%"]
+    assert "lv-none" in chat.locator("ul.cats li").first.get_attribute("class")
+    page.select_option("#f-category", "reasoning")
+    assert chat.locator(".rate").inner_text() == "unsupported" and "lv-none" in chat.get_attribute("class")
+    page.select_option("#f-category", "single")
+    assert chat.locator(".rate").inner_text() == "50%" and "lv-none" not in chat.get_attribute("class")
     over.locator("button").click()
     assert page.locator("#detail p.unsupported-reason").inner_text().startswith("Every case unsupported: api.messages")
     assert page.locator("script").count() == 2  # the reason stayed text

@@ -505,7 +505,7 @@ def not_served(case_id: str, mode: str, check: str, detail: str, also: str = "")
 
 
 def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(tmp_path):
-    write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "unsupported"}))
+    write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "unsupported", "reasoning.r": "unsupported"}))
     write_results(tmp_path / "responses", [
         not_served("single.a", "nonstream", "http_status", "HTTP 404: Not Found"),
         not_served("single.a", "stream", "wire_shape", "HTTP 404 error body: $: 'type' is a required property"),
@@ -523,7 +523,9 @@ def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(
     md = (tmp_path / "out" / "matrix.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| m1 "))
     assert f"unsupported (4): {md_text(reason)}" in row and "0% (0/4)" not in md
-    assert re.search(r"\| m1@e1 \\\[responses\\\] +\| unsupported +\|", md)  # its category too
+    assert re.search(r"\| m1@e1 \\\[responses\\\] +\| - +\| unsupported +\|", md)  # its category too
+    # A category of a judged cell that holds nothing judged (the model does not think) is no 0 % either.
+    assert re.search(r"\| m1@e1 +\| unsupported +\| 50% \(2/4\)", md)
 
 
 def test_the_surfaces_of_an_engine_share_its_one_column_in_page_markdown_and_json(tmp_path):

@@ -146,7 +146,7 @@ def _category_rates(cell: dict, categories: list[str]) -> list[str]:
         rows = [r for r in cell["breakdown"] if r[0] == category]
         total = sum(r[4] for r in rows)
         passed = sum(r[4] for r in rows if r[2] == "pass")
-        if total and cell.get("unsupported_reason"):
+        if total and all(r[2] == "unsupported" for r in rows):  # nothing judged: not a 0 %
             out.append("unsupported")
             continue
         text = f"{_percent(passed / total)} ({passed}/{total})" if total else "-"
