@@ -57,6 +57,24 @@ def test_check_results_of_a_directory_that_is_not_there_is_a_usage_error(tmp_pat
     assert f"not a directory: {tmp_path / 'nope'}" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["check-results", str(tmp_path / "empty")]) == 1, "a directory without results is wrong results"
+    assert f"{tmp_path / 'empty'}: no results directory in it" in capsys.readouterr().err
+
+
+def test_check_results_reads_a_folder_of_runs_and_names_the_broken_one(tmp_path, capsys):
+    """A snapshot (a folder of runs, surfaces below their pair) is checked run by run, as show, gate and matrix
+    build read it."""
+    from tests.helpers_results import suite, write_results
+
+    write_results(tmp_path / "m1@e1", suite({"single.a": "pass"}))
+    write_results(tmp_path / "m1@e1-surfaces" / "responses", suite({"single.a": "fail"}, api="responses"),
+                  run_id="run-2", api="responses")
+    assert main(["check-results", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "2 result dir(s): OK\n"
+    broken = tmp_path / "m1@e1-surfaces" / "responses" / "results.jsonl"
+    broken.write_text(broken.read_text() + "{not json\n")
+    assert main(["check-results", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "2 result dir(s): 1 problem(s)\n" and err.startswith(f"{broken}:3: ")
 
 
 def test_commands_that_write_a_file_make_its_folder(tmp_path, capsys):

@@ -27,16 +27,25 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_results(args: argparse.Namespace) -> int:
-    from toolmatrix.records import check_results
+    from toolmatrix.records import ResultsError, check_results, run_dirs
 
     missing = [d for d in args.dirs if not Path(d).is_dir()]
     if missing:  # a usage error, as everywhere in toolmatrix (exit 2); 1 says the results themselves are wrong
         print(f"toolmatrix check-results: not a directory: {', '.join(missing)}", file=sys.stderr)
         return 2
-    problems = [p for d in args.dirs for p in check_results(Path(d))]
+    problems: list[str] = []
+    checked = 0
+    for given in args.dirs:  # a results directory, or a folder of them (a snapshot), as show, gate and matrix take
+        try:
+            found = run_dirs(Path(given))
+        except ResultsError as exc:
+            problems.append(str(exc))
+            continue
+        checked += len(found)
+        problems += [p for run in found for p in check_results(run)]
     for problem in problems:
         print(problem, file=sys.stderr)
-    print(f"{len(args.dirs)} result dir(s): {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    print(f"{checked} result dir(s): {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 1 if problems else 0
 
 
@@ -73,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="*", default=[], help="case files or folders (default: the built-in library)")
     validate.set_defaults(func=_cmd_validate)
     check = sub.add_parser("check-results", help="validate results directories against their JSON Schemas")
-    check.add_argument("dirs", nargs="+", help="results directories (each holding results.jsonl and run.json)")
+    check.add_argument("dirs", nargs="+", help="results directories (each holding results.jsonl and run.json), or "
+                                               "folders of them (a snapshot)")
     check.set_defaults(func=_cmd_check_results)
     install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
     install.add_argument("engine", help="an engine spec with a process launcher, e.g. llamacpp, vllm, transformers")
