@@ -38,23 +38,23 @@ def harvested(tmp_path_factory) -> tuple[Path, str]:
 def test_the_snapshot_harvest_is_stable_and_loads(harvested: tuple[Path, str]) -> None:
     path, printed = harvested
     fixtures = load_fixtures(path)
-    # 0.5B llama.cpp (--evidence all) 101, 0.5B vLLM (evidence on failures) 56, 1.5B llama.cpp 18; the 1.5B vLLM
-    # run's evidence was a second generation, Gemma 3's runs asked for none.
+    # llama.cpp with --evidence all 166, vLLM (evidence on failures) 94; the other surfaces' evidence is a second
+    # generation, transformers serve and llama-cpp-python give none, Gemma 3's runs asked for none.
     assert printed.splitlines() == [
-        f"175 fixtures -> {path} (live-disagrees: 18, reference-errors: 14)",
-        "  not harvested: 2520 stream record",
-        "  not harvested: 2156 no raw text",
-        "  not harvested: 164 regenerated evidence",
-        "  not harvested: 25 tool_choice not auto",
-        "  stop token dropped: 56 vllm <|im_end|>",
+        f"260 fixtures -> {path} (live-disagrees: 27, reference-errors: 13)",
+        "  not harvested: 2988 stream record",
+        "  not harvested: 2489 no raw text",
+        "  not harvested: 221 regenerated evidence",
+        "  not harvested: 18 tool_choice not auto",
+        "  stop token dropped: 94 vllm <|im_end|>",
     ]
-    assert len(fixtures) == 175 and len({f.id for f in fixtures}) == 175
+    assert len(fixtures) == 260 and len({f.id for f in fixtures}) == 260
     assert {f.extra["live"]["engine"] for f in fixtures} == {"llamacpp", "vllm"}
     assert not any(f.text.endswith("<|im_end|>") for f in fixtures)
 
 
 # Each engine's own fixtures (the texts it served live) and its model tokenizer, where its parser reads one.
-SERVED = {"vllm": 56, "llamacpp": 119}
+SERVED = {"vllm": 94, "llamacpp": 166}
 
 
 @pytest.mark.parametrize("engine", sorted(SERVED))

@@ -76,6 +76,8 @@ OTHER_PROGRAMS = {
     "python -m sglang.launch_server": "starts SGLang (a GPU and its weights)",
     "kubectl": "needs a Kubernetes cluster",
     "ray": "needs a Ray cluster",
+    "bash results/cpu-qwen2.5-coder/regenerate.sh": "reruns the CPU snapshot (hours); test_results.py runs it with "
+                                                    "--dry-run and holds every committed run.json to it",
 }
 
 
@@ -222,15 +224,16 @@ def _every_option(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_every_option_the_docs_name_is_one_a_program_takes():
     """An option named anywhere in the README or the docs, prose too (`--case-shards N`), is one of toolmatrix's
-    commands, of pytest with the plugin, of a benchmark script, or of a program listed in FOREIGN_OPTIONS: a
-    renamed option leaves no sentence behind."""
+    commands, of pytest with the plugin, of a benchmark script or a snapshot's regenerate script, or of a program
+    listed in FOREIGN_OPTIONS: a renamed option leaves no sentence behind."""
     known = _every_option(_cli()) | set(_pytest_config([])._parser.optparser._option_string_actions)
     known = known.union(*FOREIGN_OPTIONS.values())
-    benchmarks = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "benchmarks").glob("*.py"))
+    scripts = "".join(path.read_text(encoding="utf-8")
+                      for path in [*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "results").glob("*/*.sh")])
     named = {(page.name, option) for page in _pages()
              for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", page.read_text(encoding="utf-8"))}
     assert sorted((page, option) for page, option in named
-                  if option not in known and f'"{option}"' not in benchmarks) == []
+                  if option not in known and f'"{option}"' not in scripts) == []
 
 
 REPO_PATH = re.compile(r"`((?:src|tests|benchmarks|cases|engines|docs|results|\.ci)/[^`\s:]*)")

@@ -85,7 +85,11 @@ def test_what_is_not_harvested_is_counted_by_reason(tmp_path: Path) -> None:
                                       ("tool_choice.required_greeting", "nonstream"),
                                       ("irrelevance.thanks", "nonstream")}, tmp_path / LLAMACPP_RUN)
     # Evidence from before records said its source: its method tells a second generation.
-    regenerated = excerpt("qwen2.5-coder-1.5b@vllm", {("irrelevance.greeting", "nonstream")}, tmp_path / "old")
+    def second_generation(record: dict) -> dict:
+        evidence = {key: value for key, value in record["evidence"].items() if key != "source"}
+        return {**record, "evidence": {**evidence, "method": "vllm_tokenize + openai_completions"}}
+
+    regenerated = excerpt(VLLM_RUN, {("choose.read_not_write", "nonstream")}, tmp_path / "old", edit=second_generation)
     found = harvest([tmp_path])
     assert [f.id for f in found.fixtures] == ["qwen2.5-coder-0.5b@llamacpp/llamacpp/single.get_weather_paris"]
     # irrelevance.thanks: llama-server answered HTTP 500, which carries no __verbose.

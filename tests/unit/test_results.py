@@ -85,16 +85,51 @@ def snapshot_cell(run_dir: Path) -> str:
     return run_dir.name
 
 
+@pytest.fixture(scope="module")
+def library_ids() -> list[str]:
+    from toolmatrix.library.cases import library_dir, load_cases
+
+    return sorted(case.id for case in load_cases([library_dir()], validate=False))
+
+
 @pytest.mark.parametrize("pair", QWEN, ids=lambda p: str(p.relative_to(CPU_SNAPSHOT)))
-def test_the_published_snapshot_is_whole_and_names_the_pinned_weights(pair):
-    """The README's tables are read from these: every pair a full library run of the registry's weights."""
+def test_the_published_snapshot_is_the_library_and_names_the_pinned_weights(pair, library_ids):
+    """The published tables are read from these: every pair a run of today's whole library (a case added,
+    renamed or dropped since fails here until the snapshot is regenerated) on the registry's weights."""
     from toolmatrix.serving.registry import load_models
 
     assert check_results(pair) == []
     run = read_run_info(pair).run
-    assert len(list(read_records(pair))) == sum(run.counts.values()) == 252 and run.cell_key == snapshot_cell(pair)
+    records = list(read_records(pair))
+    assert len(records) == sum(run.counts.values()) and run.cell_key == snapshot_cell(pair)
+    for mode in ("nonstream", "stream"):
+        ran = sorted(r.case_id for r in records if r.mode == mode)
+        missing, extra = sorted(set(library_ids) - set(ran)), sorted(set(ran) - set(library_ids))
+        assert ran == library_ids, (f"{mode}: {len(ran)} records for {len(library_ids)} library cases; not run: "
+                                    f"{len(missing)} {missing[:3]}, not in the library: {len(extra)} {extra[:3]}")
     model = load_models()[run.model_id]
     assert json.loads((pair / "run.json").read_text())["model"]["weights_sha256"] == model.weights["gguf"]["sha256"]
+
+
+def test_the_snapshot_is_what_its_one_command_makes():
+    """``regenerate.sh`` (docs/published-results.md) issues, for every committed run, the very command its
+    ``run.json`` records (the results directory recorded as ``.``), and nothing the snapshot lacks."""
+    import shlex
+    import subprocess
+
+    printed = subprocess.run(["bash", str(CPU_SNAPSHOT / "regenerate.sh"), "--dry-run"], capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    issued = {}
+    for line in printed[:-1]:
+        words = shlex.split(line)
+        at = words.index("--results-dir")
+        issued[Path(words[at + 1]).name] = words[:at + 1] + ["."] + words[at + 2:]
+    assert printed[-1] == "toolmatrix matrix build results/cpu-qwen2.5-coder -o results/cpu-qwen2.5-coder/matrix"
+    made = {}
+    for run_dir in QWEN:  # a surfaces run writes one folder per surface under the directory it was given
+        folder = run_dir.parent if run_dir.parent.name.endswith("-surfaces") else run_dir
+        made.setdefault(folder.name, set()).add(tuple(json.loads((run_dir / "run.json").read_text())["command"]))
+    assert {name: {tuple(command)} for name, command in issued.items()} == made
 
 
 def test_the_published_page_holds_every_pair():
