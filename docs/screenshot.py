@@ -17,7 +17,7 @@ def main(page_file: str, out: str, pair: str | None = None) -> None:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1500})
         page.goto(Path(page_file).resolve().as_uri())
-        cell = page.locator(f"td.cell[data-pair='{pair}']" if pair else "td.cell").first
+        cell = page.locator(f"#matrix .cell[data-pair='{pair}']" if pair else "#matrix .cell").first
         cell.locator("button").click()
         first = page.locator("#detail details.case").first
         first.locator("summary").click()
