@@ -366,3 +366,13 @@ def test_a_surface_the_engine_does_not_serve_is_grey_with_its_reason_not_a_red_0
     assert page.locator("#detail p.unsupported-reason").inner_text().startswith("Every case unsupported: api.messages")
     assert page.locator("script").count() == 2  # the reason stayed text
     page.close()
+
+
+def test_the_docs_screenshot_script_opens_a_cell_of_the_page_as_it_draws_it(matrix, tmp_path):
+    """docs/screenshot.py (the README's picture) clicks the cell it is named and a failing case of it."""
+    import runpy
+
+    shot = tmp_path / "page.png"
+    screenshot = runpy.run_path(str(Path(__file__).parents[2] / "docs" / "screenshot.py"))
+    screenshot["main"](str(matrix), str(shot), "m1@e1")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
