@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates this snapshot: today's case library with the embedded default model on every CPU engine, over Chat
 # Completions (MODEL@ENGINE/) and the two other API surfaces (MODEL@ENGINE-surfaces/API/), then the page (matrix/).
-# About four hours on 2 cores (each run.json says when its run started and finished). Needs the engines installed
+# About two hours on 2 cores (each run.json says when its run started and finished). Needs the engines installed
 # (toolmatrix install ENGINE) and toolmatrix's pytest on PATH. --dry-run prints the commands and runs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the checkout: the engine specs name their chat templates from there
