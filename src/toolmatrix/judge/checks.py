@@ -642,7 +642,9 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     if not failures:
         # Passing proves nothing where the model could not do what the case is about.
         lacking = [f"{f}: {unsupported[f]}" for f in sorted(features) if f in PRECONDITIONS and f in unsupported]
-        return Decision(Verdict.UNSUPPORTED, None, GAP_SEPARATOR.join(lacking)) if lacking else Decision(Verdict.PASS, None, "")
+        if lacking:
+            return Decision(Verdict.UNSUPPORTED, None, GAP_SEPARATOR.join(lacking))
+        return Decision(Verdict.PASS, None, "")
     first = failures[0]
     reason = f"{first.name}: {first.detail}"
     # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).
