@@ -54,16 +54,34 @@ class LocalCluster:
         try:
             cluster._ray("start", "--head", "--port", str(cluster.port), "--num-cpus", "0", "--num-gpus", "0",
                          "--include-dashboard=false", "--temp-dir", str(temp_dir), *common, env=env)
-            for port in cluster.node_ports:
-                cluster._ray("start", "--address", cluster.address, "--num-cpus", "1", "--num-gpus",
-                             str(gpus_per_node), "--node-manager-port", str(port), *common, env=env)
+            for index in range(workers):
+                cluster._start_node(index, ["--num-cpus", "1", "--num-gpus", str(gpus_per_node), *common], env)
         except BaseException:
             cluster.stop()  # a node that failed to start leaves no head or folder behind
             raise
         return cluster
 
+    def _start_node(self, index: int, args: list[str], env: dict[str, str]) -> None:
+        """Worker node ``index``; once more on a fresh port when ``ray start`` fails (once in CI, on a loaded
+        2-core machine, for a reason its output did not keep): both failures' output if it fails again."""
+        from toolmatrix.serving.launchers.process import free_port
+
+        failures = []
+        for _ in range(2):
+            try:
+                self._ray("start", "--address", self.address, "--node-manager-port", str(self.node_ports[index]),
+                          *args, env=env)
+                return
+            except RuntimeError as exc:
+                failures.append(str(exc))
+                self.node_ports[index] = free_port()
+        raise RuntimeError("\nand again on another port:\n".join(failures))
+
     def _ray(self, *args: str, env: dict[str, str]) -> None:
-        subprocess.run([*RAY, *args], env={**os.environ, **env}, check=True, capture_output=True, timeout=120)
+        done = subprocess.run([*RAY, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"ray {' '.join(args)}: exit {done.returncode}\n"
+                               f"{done.stdout[-1500:]}{done.stderr[-3000:]}")
 
     def node_processes(self, port: int) -> list[int]:
         """The raylet of the worker node on ``port`` and everything it started (Ray workers, their shards)."""
