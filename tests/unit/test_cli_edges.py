@@ -71,10 +71,19 @@ def test_check_results_reads_a_folder_of_runs_and_names_the_broken_one(tmp_path,
     assert main(["check-results", str(tmp_path)]) == 0
     assert capsys.readouterr().out == "2 result dir(s): OK\n"
     broken = tmp_path / "m1@e1-surfaces" / "responses" / "results.jsonl"
-    broken.write_text(broken.read_text() + "{not json\n")
+    whole = broken.read_text()
+    broken.write_text(whole + "{not json\n")
     assert main(["check-results", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert out == "2 result dir(s): 1 problem(s)\n" and err.startswith(f"{broken}:3: ")
+    # A run that died (records.partial, no run.json) among them is named, not passed over.
+    broken.write_text(whole)
+    (tmp_path / "m1@e2").mkdir()
+    (tmp_path / "m1@e2" / "results.jsonl.partial").write_text(whole)
+    assert main(["check-results", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "3 result dir(s): 1 problem(s)\n"
+    assert err == f"{tmp_path / 'm1@e2'}: incomplete run (results.jsonl.partial only: the run did not finish)\n"
 
 
 def test_commands_that_write_a_file_make_its_folder(tmp_path, capsys):

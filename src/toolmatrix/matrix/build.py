@@ -28,7 +28,7 @@ from toolmatrix.base.atomic import Replacing, write_text
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
 from toolmatrix.replay.versions import is_sweep, read_versions
-from toolmatrix.records import RECORDS, RUN, ResultsError, Run, RunInfo, read_outcomes, read_run_info
+from toolmatrix.records import ResultsError, Run, RunInfo, read_outcomes, read_run_info, run_dirs
 from toolmatrix.serving.runinfo import Portable, toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share
@@ -75,19 +75,15 @@ class BuildReport:
 
 
 def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Skipped]]:
-    """Results directories named or found below the given paths (a directory of runs is searched)."""
+    """Results directories named or found below the given paths (a directory of runs is searched); a path that
+    holds none is skipped with why."""
     found: dict[Path, None] = {}
     skipped = []
     for path in paths:
-        if any((path / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
-            found[path] = None
-        elif path.is_dir():
-            below = sorted({p.parent for p in path.rglob(RUN)} | {p.parent for p in path.rglob(RECORDS + "*")})
-            found.update(dict.fromkeys(below))
-            if not below:
-                skipped.append(Skipped(str(path), f"{path}: no results directory in it (no {RUN} found)"))
-        else:
-            skipped.append(Skipped(str(path), f"{path}: {'not a directory' if path.exists() else 'does not exist'}"))
+        try:
+            found.update(dict.fromkeys(run_dirs(path)))
+        except ResultsError as exc:
+            skipped.append(Skipped(str(path), str(exc)))
     return list(found), skipped
 
 

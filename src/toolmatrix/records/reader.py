@@ -7,6 +7,7 @@ run.json's counts. Version-1 records are migrated line by line (``codec.migrate`
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -76,17 +77,21 @@ def record_of(data: dict) -> Record:
     return converter.structure(data, Record)
 
 
+_MARKS = frozenset({RUN, RECORDS, RECORDS + ".partial"})  # what a results directory, whole or not, holds
+
+
 def run_dirs(root: Path) -> list[Path]:
     """``root`` if it is a results directory (or the wreck of one, for ``read_run_info`` to name), else every
     results directory below it (a snapshot's pairs, a run over several surfaces), in a stable order; ResultsError
     when there is none."""
     if not root.is_dir():
         raise ResultsError(f"{root}: {'not a directory' if root.exists() else 'does not exist'}")
-    if any((root / name).exists() for name in (RUN, RECORDS, RECORDS + ".partial")):
+    if any((root / name).exists() for name in _MARKS):
         return [root]
-    found = sorted(p.parent for p in root.rglob(RUN))
+    # A run that died below (records.partial, no run.json) is found too: its reader names it, none passes it over.
+    found = sorted(Path(folder) for folder, _, files in os.walk(root) if _MARKS.intersection(files))
     if not found:
-        raise ResultsError(f"{root}: no results directory in it (no {RUN})")
+        raise ResultsError(f"{root}: no results directory in it (no {RUN} found)")
     return found
 
 
