@@ -78,11 +78,15 @@ CPU_SNAPSHOT = SNAPSHOT.parent / "cpu-qwen2.5-coder"
 QWEN = sorted(p.parent for p in CPU_SNAPSHOT.glob("qwen2.5-coder-*@*/**/run.json"))
 
 
+def made_in(run_dir: Path) -> Path:
+    """The directory the snapshot's command was given: a surfaces run writes a folder per surface below it."""
+    return run_dir.parent if run_dir.parent.name.endswith("-surfaces") else run_dir
+
+
 def snapshot_cell(run_dir: Path) -> str:
     """The matrix cell a snapshot directory is named for."""
-    if run_dir.parent.name.endswith("-surfaces"):
-        return f"{run_dir.parent.name.removesuffix('-surfaces')} [{run_dir.name}]"
-    return run_dir.name
+    folder = made_in(run_dir)
+    return run_dir.name if folder == run_dir else f"{folder.name.removesuffix('-surfaces')} [{run_dir.name}]"
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +130,9 @@ def test_the_snapshot_is_what_its_one_command_makes():
         issued[Path(words[at + 1]).name] = words[:at + 1] + ["."] + words[at + 2:]
     assert printed[-1] == "toolmatrix matrix build results/cpu-qwen2.5-coder -o results/cpu-qwen2.5-coder/matrix"
     made = {}
-    for run_dir in QWEN:  # a surfaces run writes one folder per surface under the directory it was given
-        folder = run_dir.parent if run_dir.parent.name.endswith("-surfaces") else run_dir
-        made.setdefault(folder.name, set()).add(tuple(json.loads((run_dir / "run.json").read_text())["command"]))
+    for run_dir in QWEN:
+        command = tuple(json.loads((run_dir / "run.json").read_text())["command"])
+        made.setdefault(made_in(run_dir).name, set()).add(command)
     assert {name: {tuple(command)} for name, command in issued.items()} == made
 
 
