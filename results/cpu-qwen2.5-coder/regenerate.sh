@@ -6,7 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the checkout: the engine specs name their chat templates from there
 dry=""
-[ "${1:-}" = "--dry-run" ] && dry=1
+case "$*" in
+  "") ;;
+  "--dry-run") dry=1 ;;
+  *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;  # a typo must not start hours of runs
+esac
 run() { echo "$*"; [ -n "$dry" ] || "$@"; }
 
 model=qwen2.5-coder-0.5b

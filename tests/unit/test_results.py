@@ -134,6 +134,8 @@ def test_the_snapshot_is_what_its_one_command_makes():
         command = tuple(json.loads((run_dir / "run.json").read_text())["command"])
         made.setdefault(made_in(run_dir).name, set()).add(command)
     assert {name: {tuple(command)} for name, command in issued.items()} == made
+    typo = subprocess.run(["bash", str(CPU_SNAPSHOT / "regenerate.sh"), "--dryrun"], capture_output=True, text=True)
+    assert (typo.returncode, typo.stdout) == (2, "") and typo.stderr.startswith("usage: ")
 
 
 def test_the_published_page_holds_every_pair():
