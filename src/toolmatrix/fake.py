@@ -6,6 +6,6 @@ import sys
 from toolmatrix.testing import fake
 
 if __name__ == "__main__":
-    fake.main()
+    fake.main(prog="python -m toolmatrix.fake")  # --help names the command as it was typed
 else:
     sys.modules[__name__] = fake

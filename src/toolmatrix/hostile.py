@@ -6,6 +6,6 @@ import sys
 from toolmatrix.testing import hostile
 
 if __name__ == "__main__":
-    hostile.main()
+    hostile.main(prog="python -m toolmatrix.hostile")  # --help names the command as it was typed
 else:
     sys.modules[__name__] = hostile

@@ -78,14 +78,26 @@ def build_parser() -> argparse.ArgumentParser:
         "install engines, check cases and results, build the matrix page, gate, plan and replay.")
     parser.add_argument("--version", action="version", version=f"toolmatrix {toolmatrix_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    validate = sub.add_parser("validate", help="validate case files (default: the built-in library)")
+    validate = sub.add_parser(
+        "validate", help="validate case files (default: the built-in library)",
+        description="Load case files (default: the built-in library) as a run would, checked against the case "
+                    "schema and the built-in library, and print how many cases they hold in which categories, or "
+                    "every problem found with its file, line and JSON path (exit 2).")
     validate.add_argument("paths", nargs="*", default=[], help="case files or folders (default: the built-in library)")
     validate.set_defaults(func=_cmd_validate)
-    check = sub.add_parser("check-results", help="validate results directories against their JSON Schemas")
+    check = sub.add_parser(
+        "check-results", help="validate results directories against their JSON Schemas",
+        description="Check results directories (or folders of them, a snapshot): run.json and every line of "
+                    "results.jsonl against their JSON Schemas, and the records against run.json's counts; print "
+                    "every problem found (exit 1 where there is one, 2 where a path is not a directory).")
     check.add_argument("dirs", nargs="+", help="results directories (each holding results.jsonl and run.json), or "
                                                "folders of them (a snapshot)")
     check.set_defaults(func=_cmd_check_results)
-    install = sub.add_parser("install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)")
+    install = sub.add_parser(
+        "install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)",
+        description="Build or install the local binary of an engine that has a process launcher into toolmatrix's "
+                    "cache (llama-server from source, a Python engine into its own virtual environment) and print "
+                    "its path.")
     install.add_argument("engine", help="an engine spec with a process launcher, e.g. llamacpp, vllm, transformers")
     install.set_defaults(func=_cmd_install)
     from toolmatrix.library import casetable

@@ -306,9 +306,15 @@ def _cmd_categories(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("bfcl-export", help="write one BFCL category (bfcl-eval's data) as a toolmatrix case file")
+    export = sub.add_parser(
+        "bfcl-export", help="write one BFCL category (bfcl-eval's data) as a toolmatrix case file",
+        description="Convert one BFCL category from the data of the installed bfcl-eval package into a toolmatrix "
+                    "case file, the same cases a run with --cases bfcl:CATEGORY converts when it starts.")
     export.add_argument("category", metavar="CATEGORY", help=", ".join(CATEGORIES))
     export.add_argument("-o", "--output", required=True, metavar="FILE.yaml")
     export.set_defaults(func=_cmd_export)
-    table = sub.add_parser("bfcl-categories", help="the BFCL categories and their case counts (a Markdown table)")
+    table = sub.add_parser(
+        "bfcl-categories", help="the BFCL categories and their case counts (a Markdown table)",
+        description="Print the BFCL categories toolmatrix converts as a Markdown table: each one's --cases value, "
+                    "its BFCL file, its case count in the installed bfcl-eval and what its cases expect.")
     table.set_defaults(func=_cmd_categories)

@@ -49,6 +49,9 @@ def _cmd_cases(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    cases = sub.add_parser("cases", help="print the case library's category table (Markdown, as in docs/cases.md)")
+    cases = sub.add_parser(
+        "cases", help="print the case library's category table (Markdown, as in docs/cases.md)",
+        description="Print the case files' categories (default: the built-in library) as the Markdown table of "
+                    "docs/cases.md: each category's case count and the first sentence of its file's description.")
     cases.add_argument("paths", nargs="*", default=[], help="case files or directories (default: the built-in library)")
     cases.set_defaults(func=_cmd_cases)

@@ -83,8 +83,11 @@ def _cmd_fuzz_keep(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    keep = subparsers.add_parser("fuzz-keep", help="write the generated cases that failed in a --fuzz run as a case "
-                                                   "file that reproduces them")
+    keep = subparsers.add_parser(
+        "fuzz-keep", help="write the generated cases that failed in a --fuzz run as a case file that reproduces them",
+        description="Write the generated cases that failed (or errored, but not for the infrastructure) in the "
+                    "results of a --fuzz run as a case file that runs them again without hypothesis, each with why "
+                    "it failed.")
     keep.add_argument("results", help="the results directory of a run with --fuzz N")
     keep.add_argument("-o", "--output", metavar="FILE", help=f"the case file to write (default: RESULTS/{FAILURES})")
     keep.set_defaults(func=_cmd_fuzz_keep)

@@ -45,7 +45,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``toolmatrix matrix build RESULTS... -o DIR``."""
-    parser = subparsers.add_parser("matrix", help="build the compatibility matrix page from results directories")
+    parser = subparsers.add_parser(
+        "matrix", help="build the compatibility matrix page from results directories",
+        description="Build the compatibility matrix page from results directories: matrix build merges them into "
+                    "index.html, matrix.md and matrix.json.")
     commands = parser.add_subparsers(dest="matrix_command", required=True, metavar="COMMAND")
     build = commands.add_parser(
         "build", help="merge results directories into index.html, matrix.md and matrix.json",

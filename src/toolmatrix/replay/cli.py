@@ -1,4 +1,4 @@
-"""``toolmatrix replay``, ``replay-generate`` and ``replay-install``: thin wrappers over the replay package."""
+"""The ``toolmatrix replay`` and ``replay-*`` commands: thin wrappers over the replay package."""
 
 from __future__ import annotations
 
@@ -394,7 +394,11 @@ def _cmd_triage(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     from toolmatrix.base.argtypes import positive_int
 
-    replay = sub.add_parser("replay", help="replay fixtures through engines' own output parsers (no GPU, no model)")
+    replay = sub.add_parser(
+        "replay", help="replay fixtures through engines' own output parsers (no GPU, no model)",
+        description="Feed each fixture's model text to every engine's own output parser (each engine in its own "
+                    "worker process), non-streamed and streamed in each chunking, judge what the parser made of it "
+                    "and write DIR/ENGINE/results.jsonl; no GPU and no model run.")
     replay.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
     replay.add_argument("--results-dir", required=True, metavar="DIR", help="writes DIR/ENGINE/results.jsonl")
     replay.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
@@ -403,7 +407,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="replay N engines at once, the longest expected first (default 1; each engine is "
                              "its own process either way)")
     replay.set_defaults(func=_cmd_replay)
-    swp = sub.add_parser("replay-sweep", help="replay one engine at each of its releases (DIR/ENGINE@VERSION)")
+    swp = sub.add_parser(
+        "replay-sweep", help="replay one engine at each of its releases (DIR/ENGINE@VERSION)",
+        description="Replay a fixture file through one engine's parser at each of several releases of its package "
+                    "(--versions, or every release --since a day), each laid over the pinned environment, into "
+                    "DIR/ENGINE@VERSION.")
     swp.add_argument("--engine", required=True, metavar="E", help="an engine whose parser package is on PyPI")
     which = swp.add_mutually_exclusive_group(required=True)
     which.add_argument("--versions", metavar="V1,V2,...", help="these releases")
@@ -417,7 +425,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     swp.add_argument("-j", "--jobs", type=positive_int, default=1, metavar="N",
                      help="replay (and install) N releases at once (default 1)")
     swp.set_defaults(func=_cmd_sweep)
-    bis = sub.add_parser("replay-bisect", help="the first release where one fixture's verdict changes")
+    bis = sub.add_parser(
+        "replay-bisect", help="the first release where one fixture's verdict changes",
+        description="Find the first release of an engine's parser package where one fixture's verdict changes, by a "
+                    "binary search that installs only the releases it replays (--cluster: when a triage cluster's "
+                    "repro starts failing and when it passes again).")
     bis.add_argument("--engine", metavar="E", help="an engine whose parser package is on PyPI (with --cluster: its "
                      "repro's engine)")
     target = bis.add_mutually_exclusive_group(required=True)
@@ -433,7 +445,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     bis.add_argument("--mode", action="append", choices=("none", "whole", "token", "special", "random"),
                      help="judge in this mode (repeatable; default: a bug fixture's own, else every mode)")
     bis.set_defaults(func=_cmd_bisect)
-    ver = sub.add_parser("replay-versions", help="a sweep's families x releases, and the records that flipped")
+    ver = sub.add_parser(
+        "replay-versions", help="a sweep's families x releases, and the records that flipped",
+        description="Print a replay sweep's version axis: per engine, each family's pass share on each release and "
+                    "every record whose verdict flipped between adjacent releases (--write: also as a summary file).")
     ver.add_argument("results_dir", metavar="DIR", help="a replay-sweep directory (DIR/ENGINE@VERSION), or a summary "
                      "file --write made")
     ver.add_argument("--write", metavar="FILE", type=Path, help="also write the summary (each family's share per "
@@ -442,33 +457,51 @@ def register(sub: argparse._SubParsersAction) -> None:
     ver.add_argument("--fixtures", metavar="FILE", help="with --write: the fixture file the sweep replayed (its sha256 "
                      "goes into the summary)")
     ver.set_defaults(func=_cmd_versions)
-    repro = sub.add_parser("replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
-                           "(Python calling its parser API, or a curl to its server), no toolmatrix")
+    repro = sub.add_parser(
+        "replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
+                             "(Python calling its parser API, or a curl to its server), no toolmatrix",
+        description="Print a snippet that reproduces one fixture's replay with the engine's own package alone, no "
+                    "toolmatrix: Python calling its parser API, or a curl to its server.")
     repro.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
     repro.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
     repro.add_argument("--engine", required=True, metavar="E", help="a replay engine")
     repro.add_argument("--chunking", choices=("whole", "token", "special", "random"),
                        help="also stream the text cut so (default: the non-streamed parse only)")
     repro.set_defaults(func=_cmd_repro)
-    generate = sub.add_parser("replay-generate", help="write the generated fixture set")
+    generate = sub.add_parser(
+        "replay-generate", help="write the generated fixture set",
+        description="Write the generated fixture set: the expected answer of each case of the built-in library (or "
+                    "one case in N, --every) in each family's native format, plus the variants real models produce, "
+                    "each with what a correct parser gives.")
     generate.add_argument("-o", "--output", required=True)
     generate.add_argument("--every", type=positive_int, default=1, metavar="N",
                           help="the fixtures of one case in N, chosen by a hash of the case id (stable as the library "
                                "grows), and every variant: the committed snapshot's sample is --every 6")
     generate.set_defaults(func=_cmd_generate)
-    harvest = sub.add_parser("replay-harvest", help="make fixtures of live results' raw model text (same generation)")
+    harvest = sub.add_parser(
+        "replay-harvest", help="make fixtures of live results' raw model text (same generation)",
+        description="Make replay fixtures of live results whose evidence came from the same generation (the model's "
+                    "raw text, what the family's reference parser reads in it and the engine's live answer), and "
+                    "count the records not harvested by why.")
     harvest.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR",
                          help="results directories, or folders of them")
     harvest.add_argument("-o", "--output", required=True, metavar="FIXTURES.jsonl")
     harvest.set_defaults(func=_cmd_harvest)
-    agree = sub.add_parser("replay-agreement", help="harvested fixtures: each engine's replay beside its live answer")
+    agree = sub.add_parser(
+        "replay-agreement", help="harvested fixtures: each engine's replay beside its live answer",
+        description="Compare each harvested fixture's replay through engine E (DIR/E/results.jsonl) with what E "
+                    "answered live, call by call, and print per engine how many agree and each disagreement.")
     agree.add_argument("--fixtures", required=True, metavar="FILE", help="harvested fixtures (replay-harvest)")
     agree.add_argument("--results-dir", required=True, metavar="DIR", help="the replay's results (DIR/ENGINE)")
     agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     agree.set_defaults(func=_cmd_agreement)
     from .adapters import ADAPTERS
 
-    install = sub.add_parser("replay-install", help="set up an engine's parser env, or fetch the tokenizers")
+    install = sub.add_parser(
+        "replay-install", help="set up an engine's parser env, or fetch the tokenizers",
+        description="Set up what a replay needs: an engine's parser environment (ENGINE, or ENGINE@VERSION laid over "
+                    "it), the tokenizers (with --model, a registered model's own too), or (--bugs) every release the "
+                    "bug fixtures replay at.")
     install.add_argument("what", nargs="?", help=f"an engine ({', '.join(sorted(ADAPTERS))}: vLLM and transformers "
                          "replay in their live envs, toolmatrix install ENGINE; llama.cpp in its build) | "
                          "ENGINE@VERSION (over its installed env) | tokenizers")
@@ -477,13 +510,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     install.add_argument("--bugs", nargs="?", const="", metavar="FILE",
                          help="every ENGINE@VERSION the bug fixtures replay at (default: the committed bugs.jsonl)")
     install.set_defaults(func=_cmd_install)
-    triage = sub.add_parser("replay-triage", help="count a replay snapshot's failing records by classified cluster")
+    triage = sub.add_parser(
+        "replay-triage", help="count a replay snapshot's failing records by classified cluster",
+        description="Count a replay results directory's failing records by the clusters of its triage file, naming "
+                    "the records no rule covers, the rules that cover nothing and the clusters their records deny "
+                    "(exit 1 where there is one); --markdown also writes the prose page.")
     triage.add_argument("results_dir", metavar="DIR", help="a replay results directory (DIR/ENGINE/results.jsonl)")
     triage.add_argument("--triage", metavar="FILE", help="the clusters (default: DIR/triage.yaml)")
     triage.add_argument("--markdown", metavar="FILE", help="also write the prose page (e.g. DIR/TRIAGE.md)")
     triage.add_argument("--fixtures", metavar="FILE", help="the fixtures its repros read (default: DIR/fixtures.jsonl)")
     triage.set_defaults(func=_cmd_triage)
-    bugs = sub.add_parser("replay-bugs", help="replay publicly reported parser bugs where broken, fixed and pinned")
+    bugs = sub.add_parser(
+        "replay-bugs", help="replay publicly reported parser bugs where broken, fixed and pinned",
+        description="Replay publicly reported parser bugs at the release each was reported broken in, the one that "
+                    "fixed it and the pinned one, and print whether each reproduces as expected (exit 1 where one "
+                    "differs).")
     bugs.add_argument("--fixtures", metavar="FILE",
                       help="bug fixtures (default: the committed bugs.jsonl)")
     bugs.add_argument("--json", action="store_true", help="one JSON object per replay instead of the table")

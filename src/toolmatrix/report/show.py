@@ -166,8 +166,13 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    show = subparsers.add_parser("show", help="one record: verdict, blame, failing checks, what the answer said, "
-                                              "the model's raw text, and a curl that sends it again")
+    show = subparsers.add_parser(
+        "show", help="one record: verdict, blame, failing checks, what the answer said, the model's raw text, and a "
+                     "curl that sends it again",
+        description="Print one case's records (both modes unless one is chosen) from results, found by its id or "
+                    "a failing line of toolmatrix gate: each one's verdict and blame, failing checks, what the answer "
+                    "said, the model's own raw text, a curl that sends the request again (for a live record) and the "
+                    "pytest command that runs the case again.")
     show.add_argument("results", help="a results directory, or a folder of them (a snapshot)")
     show.add_argument("selector", help="a case id (single.weather), or a failing line of `toolmatrix gate`")
     show.add_argument("--mode", choices=("nonstream", "stream"), help="one mode (default: both, or the gate line's)")

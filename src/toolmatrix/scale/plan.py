@@ -261,10 +261,18 @@ def _labels(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add ``engines`` and ``plan`` to the ``toolmatrix`` command."""
-    engines = subparsers.add_parser("engines", help="list the engine specs: images, readiness, formats, known gaps")
+    engines = subparsers.add_parser(
+        "engines", help="list the engine specs: images, readiness, formats, known gaps",
+        description="List the engine specs as a table (or --json): each engine's launchers, image, port, readiness "
+                    "steps, kind of weights, model formats and known unsupported features.")
     engines.add_argument("--json", action="store_true", help="machine-readable output")
     engines.set_defaults(func=cmd_engines)
-    plan = subparsers.add_parser("plan", help="print exactly what would be started for a pair, without starting it")
+    plan = subparsers.add_parser(
+        "plan", help="print exactly what would be started for a pair, without starting it",
+        description="Print exactly what would be started for one MODEL@ENGINE pair (the docker run line or the "
+                    "command line, with its weights, tool flags and readiness steps) without starting or pulling "
+                    "anything, or with --emit write the fan-out plan of every pair of the lists as JSON, a GitHub "
+                    "Actions workflow or Kubernetes Jobs.")
     plan.add_argument("--engine", required=True, metavar="ENGINE", help="engine spec id (toolmatrix engines)")
     plan.add_argument("--model", required=True, metavar="MODEL",
                       help="model id from engines/models.yaml, or a source such as hf:ORG/NAME or gguf:/path/x.gguf")

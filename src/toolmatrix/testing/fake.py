@@ -420,19 +420,29 @@ def first_tool(body: dict) -> Reply:
 
 
 DIED = 3  # the exit status of --die-after
+PROG = "python -m toolmatrix.testing.fake"
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, prog: str = PROG) -> None:
     """``python -m toolmatrix.testing.fake --port N``: the fake as a process, answering like ``first_tool``.
 
     It can stand in for an engine binary (``TOOLMATRIX_LLAMACPP_BIN`` pointing at a script that runs it): the
     arguments it does not know, such as llama-server's, are ignored. ``--die-after N`` exits on the chat request
     after the Nth without answering it, as an engine that crashes mid-run; ``--die-by SIGILL`` makes that death
-    a signal's, as a crash is.
+    a signal's, as a crash is. ``prog``: the command as it was started (``python -m toolmatrix.fake`` too), for
+    ``--help``.
     """
-    parser = argparse.ArgumentParser(prog="python -m toolmatrix.testing.fake", allow_abbrev=False)
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each chat answer")
+    parser = argparse.ArgumentParser(
+        prog=prog, allow_abbrev=False,
+        description="A fake OpenAI-compatible engine for testing toolmatrix itself, never a proof that it works with "
+                    "a real engine: it calls the first offered tool with no arguments (or greets where none is "
+                    "offered), and ignores the arguments it does not know, such as llama-server's, so that a script "
+                    "can stand it in for an engine binary.")
+    parser.add_argument("--port", type=int, default=0, metavar="N",
+                        help="the port to listen on at 127.0.0.1 (default 0: a free one; the address is printed on "
+                             "stderr)")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                        help="seconds to wait before each chat answer (default 0)")
     parser.add_argument("--die-after", type=int, metavar="N", help=f"exit with status {DIED} on chat request N+1")
     parser.add_argument("--die-by", metavar="SIGNAL", help="die on that request killed by this signal instead")
     args, _ = parser.parse_known_args(argv)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
+import textwrap
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -228,10 +230,28 @@ class HostileServer:
         return Handler
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m toolmatrix.testing.hostile", description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=list(MODES))
-    parser.add_argument("--port", type=int, default=0)
+def _summary(mode: Callable[[dict, str], Answer]) -> str:
+    """A mode's docstring up to its first colon or full stop, for ``--help``."""
+    text = " ".join((mode.__doc__ or "").split()).replace("``", "")
+    return re.split(r"[:.](?:\s|$)", text, maxsplit=1)[0]
+
+
+PROG = "python -m toolmatrix.testing.hostile"
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> None:
+    """``python -m toolmatrix.testing.hostile MODE [--port N]``; ``prog``: the command as it was started
+    (``python -m toolmatrix.hostile`` too), for ``--help``."""
+    # Raw text, so each mode keeps its own line: wrapped here as argparse would wrap it.
+    modes = "\n".join(textwrap.fill(_summary(mode), 78, initial_indent=f"  {name:<15} ", subsequent_indent=" " * 18)
+                      for name, mode in MODES.items())
+    parser = argparse.ArgumentParser(prog=prog, description=textwrap.fill(__doc__.splitlines()[0], 78),
+                                     epilog=f"modes:\n{modes}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=list(MODES), metavar="MODE",
+                        help="how every request is answered, plain or streamed (the modes are listed below)")
+    parser.add_argument("--port", type=int, default=0, metavar="N",
+                        help="the port to listen on at 127.0.0.1 (default 0: a free one; the address is printed on "
+                             "stderr)")
     args = parser.parse_args(argv)
     with HostileServer(args.mode, args.port) as server:
         print(f"hostile server ({args.mode}) listening at {server.base_url}", file=sys.stderr, flush=True)
