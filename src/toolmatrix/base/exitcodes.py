@@ -1,8 +1,9 @@
 """Exit codes of a suite run: pytest's own, plus one of toolmatrix's, and which of them is worst.
 
 pytest uses 0-5; toolmatrix adds ``ENGINE_DIED`` (6): the engine it started stopped in the middle of the run,
-so the results end in ``error`` records that say nothing about tool calling. ``worst`` picks the exit code of
-an invocation that ran several pairs.
+so the results end in ``error`` records that say nothing about tool calling; ``SHARD_LOST`` (7); and
+``NO_ANSWER`` (8): no case got an answer to judge, every exchange an ``infra`` error (a server that stopped
+serving the model, a URL that is no API). ``worst`` picks the exit code of an invocation that ran several pairs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 ENGINE_DIED = 6
 SHARD_LOST = 7  # an executor lost a shard with its machine (fan-out only): its records are infra errors
+NO_ANSWER = 8  # every exchange of the run ended as an infra error: nothing was judged
 
 # Worst first. An interrupted run (2) stopped every pair after it; a crash of the harness (3) is a bug of ours;
 # a dead engine (6) or one that could not start (4, pytest's usage error) says nothing about tool calling;
@@ -23,6 +25,7 @@ SEVERITY = (
     pytest.ExitCode.INTERNAL_ERROR,
     ENGINE_DIED,
     SHARD_LOST,
+    NO_ANSWER,
     pytest.ExitCode.USAGE_ERROR,
     pytest.ExitCode.TESTS_FAILED,
     pytest.ExitCode.NO_TESTS_COLLECTED,
@@ -37,6 +40,7 @@ MEANING = {
     pytest.ExitCode.NO_TESTS_COLLECTED: "no case selected",
     ENGINE_DIED: "engine died",
     SHARD_LOST: "shard lost with its machine",
+    NO_ANSWER: "no case got an answer to judge",
 }
 
 

@@ -24,6 +24,7 @@ from toolmatrix.formats import Family
 from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.base.specs import load_schema
 from toolmatrix.wire.answer import Call, Message
+from toolmatrix.wire.errors import not_an_answer
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import Surface
 from toolmatrix.wire.surfaces import surface as surface_of
@@ -38,7 +39,8 @@ SERVER_ERROR = "HTTP_ERROR.server"  # a valid request answered with a status tha
 CLIENT_ERROR = "HTTP_ERROR.client"  # a valid request refused with a 4xx
 ACCEPTED_INVALID = "HTTP_ERROR.accepted_invalid"  # an invalid request not answered with a 4xx
 OVERSIZE = "HTTP_ERROR.oversize"  # an answer longer than the client keeps (--max-answer-bytes)
-EXCHANGE_FAILED = frozenset({TRANSPORT, BROKEN_OFF, SERVER_ERROR, OVERSIZE})
+NOT_SERVED = "HTTP_ERROR.not_served"  # no answer of the API at all: wrong URL, model or key, another kind of server
+EXCHANGE_FAILED = frozenset({TRANSPORT, BROKEN_OFF, SERVER_ERROR, OVERSIZE, NOT_SERVED})
 HARNESS = "HARNESS"  # toolmatrix itself failed on this answer (a record's kind, never a check's)
 
 
@@ -145,7 +147,8 @@ def _short(value: Any, limit: int = 80) -> str:
 @check("HTTP_ERROR")
 def check_http_status(ev: CheckInput) -> Finding:
     """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, an answer the engine broke off or
-    made over the size limit, or a 2xx/5xx on an invalid one."""
+    made over the size limit, or a 2xx/5xx on an invalid one. An answer that is none of the API's at all (no such
+    route or model, a key refused, an HTML page: ``errors.not_an_answer``) is the set-up's: infra, not_served."""
     ex = ev.exchange
     body = _short(ex.response if ex.response is not None else ex.raw_text or "", 160)
     if ex.cut is not None and ex.cut.whole:  # the engine finished an answer no client should have to hold
@@ -154,6 +157,9 @@ def check_http_status(ev: CheckInput) -> Finding:
         return failed(ENGINE, f"the engine broke off its HTTP {ex.http_status} answer: {ex.error}", BROKEN_OFF)
     if ex.error is not None:
         return failed(INFRA, ex.error, TRANSPORT)
+    foreign = _not_an_answer(ev)
+    if foreign:
+        return failed(INFRA, foreign, NOT_SERVED)
     if ev.expect.reject:
         if ex.http_status is not None and 400 <= ex.http_status < 500:
             return passed(f"rejected with HTTP {ex.http_status}")
@@ -197,6 +203,11 @@ def _not_json(text: Any) -> str | None:
     return None
 
 
+def _not_an_answer(ev: CheckInput) -> str | None:
+    ex = ev.exchange
+    return not_an_answer(ex.http_status, ex.response, ex.raw_text, ev.surface.answer_key)
+
+
 @check("WIRE_SHAPE")
 def check_wire_shape(ev: CheckInput) -> Finding:
     """WIRE_SHAPE: the body or a stream chunk is not the surface's valid answer (chat: tool_calls not a list, ...;
@@ -206,7 +217,7 @@ def check_wire_shape(ev: CheckInput) -> Finding:
     if ev.expect.reject and ev.surface.checks_error_shape and ex.http_status is not None and 400 <= ex.http_status < 500:
         problem = _not_json(ex.raw_text) or _schema_problem(ev, "error", ex.response)
         return failed(ENGINE, f"HTTP {ex.http_status} error body: {problem}") if problem else passed("error shape")
-    if not ex.ok:
+    if not ex.ok or _not_an_answer(ev):
         return skipped("no answer")
     if ex.mode == "nonstream":
         problem = _not_json(ex.raw_text) or _schema_problem(ev, "completion", ex.response)

@@ -232,8 +232,10 @@ def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, 
     broken_off = error is not None and cut is None and not (bounded is not None and bounded.expired)
     text = body.decode("utf-8", errors="replace")
     if mode == "stream" and response.is_success:
-        return Exchange(mode, request, http_status=response.status_code, chunks=tuple(_sse_payloads(text)),
-                        error=error, cut=cut, latency_s=latency_s, broken_off=broken_off, api=api)
+        chunks = tuple(_sse_payloads(text))
+        # A "stream" with no event at all (an HTML page, a plain body) is kept as text: it says what answered.
+        return Exchange(mode, request, http_status=response.status_code, chunks=chunks, error=error, cut=cut,
+                        raw_text=None if chunks else text, latency_s=latency_s, broken_off=broken_off, api=api)
     parsed = _json_or_none(body)
     return Exchange(mode, request, http_status=response.status_code, response=parsed, error=error, cut=cut,
                     raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off, api=api)

@@ -19,6 +19,7 @@ from toolmatrix.live.evidence import Witness
 from toolmatrix.base.features import surface_features
 from toolmatrix.live.sampling import Sampling
 from toolmatrix.wire.answer import Message
+from toolmatrix.wire.errors import hide
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import CHAT, surface
 from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
@@ -98,12 +99,9 @@ def redact(record: Record, secret: str | None) -> Record:
     return Record.from_dict(_replace_in(record.to_dict(), secret))
 
 
-REDACTED = "[REDACTED]"
-
-
 def _replace_in(value: Any, secret: str) -> Any:
     if isinstance(value, str):
-        return value.replace(secret, REDACTED)
+        return hide(value, secret)
     if isinstance(value, dict):
         return {_replace_in(k, secret): _replace_in(v, secret) for k, v in value.items()}
     if isinstance(value, list):

@@ -4,6 +4,7 @@ Ctrl-C, SIGTERM) stops the engine, closes each run and builds its page."""
 
 from __future__ import annotations
 
+import json
 import signal
 import tempfile
 import time
@@ -13,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from toolmatrix.base.exitcodes import ENGINE_DIED, death_message
+from toolmatrix.base.exitcodes import ENGINE_DIED, NO_ANSWER, death_message
 from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.live.runner import build_request, lost_record
 from toolmatrix.plugin.keys import RECORD_KEY, ItemKey, item_key
 from toolmatrix.plugin.state import RunState
-from toolmatrix.records import RUN, EngineDeath, ExitStatus, Posted
+from toolmatrix.records import RUN, Blame, EngineDeath, ExitStatus, Posted, Record, Verdict
 from toolmatrix.report.summary import summary_table
-from toolmatrix.serving.launchers import LaunchError
+from toolmatrix.serving.launchers import LaunchError, NotServed
 from toolmatrix.wire.surfaces import CHAT
 
 
@@ -46,6 +47,7 @@ class Controller:
         self.watch: EngineWatch | None = None
         self.crashed: dict[ItemKey, str] = {}  # why, for cases lost with a worker
         self.kept: list[str] = []  # what became of each run's failing generated cases (--fuzz)
+        self.first_error: str | None = None  # the reason of the first infra error, for a run that had only those
 
     @property
     def death(self) -> EngineDeath | None:
@@ -70,13 +72,15 @@ class Controller:
         started = time.monotonic()
         try:
             endpoint = state.launcher.start()
+        except NotServed as exc:  # nothing was started: the server or --model is not what the user thought
+            raise pytest.UsageError(str(exc)) from None
         except LaunchError as exc:
             raise pytest.UsageError(f"could not start {state.engine_id} with {state.model.id}: {exc}") from None
         state.endpoint = {"base_url": endpoint.base_url, "model": endpoint.served_model}
         self.watch = EngineWatch(state.launcher)
-        config.get_terminal_writer().line(
-            f"toolmatrix: {state.model.id}@{state.engine_id} ready at {endpoint.base_url} "
-            f"in {time.monotonic() - started:.1f}s")
+        ready = (f"reached at {endpoint.base_url}: {endpoint.served}" if endpoint.served
+                 else f"ready at {endpoint.base_url} in {time.monotonic() - started:.1f}s")
+        config.get_terminal_writer().line(f"toolmatrix: {state.model.id}@{state.engine_id} {ready}")
         state.open_writers()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -90,6 +94,8 @@ class Controller:
 
     def write(self, posted: Posted) -> None:
         posted = self.watch.observe(posted) if self.watch else posted
+        if self.first_error is None and posted.verdict == Verdict.ERROR and posted.blame == Blame.INFRA:
+            self.first_error = Record.from_dict(json.loads(posted.line)).reason
         self.state.verdicts.append(posted._replace(line=""))  # the summary counts; the line is on disk
         if posted.api in self.state.writers:
             self.state.writers[posted.api].write(posted)
@@ -124,7 +130,15 @@ class Controller:
             self.exit_status = ExitStatus.ENGINE_DIED
             if exitstatus != pytest.ExitCode.INTERNAL_ERROR:
                 session.exitstatus = ENGINE_DIED  # pytest returns what this hook leaves here
+        elif self.nothing_answered:
+            session.exitstatus = NO_ANSWER
         self.finish()
+
+    @property
+    def nothing_answered(self) -> bool:
+        """Every exchange of the run an infra error: it says nothing of tool calling, and 1 would say it did."""
+        verdicts = self.state.verdicts
+        return bool(verdicts) and all(p.verdict == Verdict.ERROR and p.blame == Blame.INFRA for p in verdicts)
 
     def pytest_unconfigure(self) -> None:
         self.finish()  # also reached when sessionstart failed half-way
@@ -188,6 +202,10 @@ class Controller:
             terminalreporter.write_line(f"matrix page: {self.page}  (merge runs: toolmatrix matrix build DIR... -o OUT)")
         for line in self.kept:
             terminalreporter.write_line(line)
+        if self.nothing_answered and not self.death:
+            terminalreporter.write_line(
+                f"no case got an answer to judge: all {len(state.verdicts)} exchanges ended as infra errors, the "
+                f"first: {self.first_error} (exit code {NO_ANSWER})", red=True, bold=True)
         if self.death:
             death = self.death
             terminalreporter.write_line(

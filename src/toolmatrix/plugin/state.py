@@ -153,7 +153,11 @@ class RunState:
         if kind == "external":
             if not base_url(self.config):
                 raise pytest.UsageError("--launcher=external needs --base-url")
-            return ExternalLauncher(base_url(self.config), self.model.served_name, self.engine_id)
+            key_env = opt("--api-key-env")
+            # The one-token request of its check takes no longer than a case's answer may (30 s at most).
+            return ExternalLauncher(base_url(self.config), self.model.served_name, self.engine_id,
+                                    os.environ.get(key_env) if key_env else None,
+                                    min(opt("--request-timeout"), 30.0))
         if self.engine is None:
             raise pytest.UsageError(f"--launcher={kind} needs --engine")
         refusal = self.engine.refusal(self.model, kind)  # before anything is installed, pulled or started

@@ -47,6 +47,7 @@ class Surface:
     name: str  # as a person knows it (the page's label)
     path: str  # below the base URL's /v1
     wire_schema: str  # the JSON Schema file with $defs completion, chunk (and error, where checked)
+    answer_key: str  # the top-level key every non-streamed answer holds (``errors.not_an_answer``)
     checks_error_shape = True  # a 4xx answer in the surface's own error shape (wire_shape)
 
     def request(self, chat: dict) -> dict:

@@ -145,6 +145,7 @@ def _assemble_tolerantly(chunks: tuple[Any, ...]) -> Message:
 
 class Chat(Surface):
     id, path, wire_schema = CHAT, "/chat/completions", "chat-response.schema.json"
+    answer_key = "choices"  # what every answer of this surface holds (an answer without it is none of the API's)
     name = "Chat Completions"
     checks_error_shape = False  # engines' chat errors predate this check; the openai client copes with any shape
 

@@ -89,6 +89,7 @@ def _block_message(blocks: list, stop: Any) -> Message:
 
 class Messages(Surface):
     id, path, wire_schema = MESSAGES, "/messages", "messages.schema.json"
+    answer_key = "content"
     name = "Anthropic Messages"
 
     def request(self, chat: dict) -> dict:

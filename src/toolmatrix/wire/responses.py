@@ -63,6 +63,7 @@ def _output_message(items: list, status: Any, incomplete: Any) -> Message:
 
 class Responses(Surface):
     id, path, wire_schema = RESPONSES, "/responses", "responses.schema.json"
+    answer_key = "output"
     name = "Responses"
 
     def request(self, chat: dict) -> dict:

@@ -7,7 +7,7 @@ Every launcher has the same small surface (``Launcher``); the pytest plugin pick
 
 from __future__ import annotations
 
-from toolmatrix.serving.launchers.base import Endpoint, LaunchError, Launcher
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError, Launcher, NotServed
 from toolmatrix.serving.launchers.docker import DockerLauncher
 from toolmatrix.serving.launchers.external import ExternalLauncher
 from toolmatrix.serving.launchers.process import ProcessLauncher
@@ -26,4 +26,4 @@ def default_launcher(base_url: str | None = None, engine: EngineSpec | None = No
     return "docker" if engine is not None and engine.process is None and engine.docker is not None else "process"
 
 
-__all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]
+__all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "NotServed", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]

@@ -14,10 +14,16 @@ class LaunchError(RuntimeError):
     """The engine could not be started or never became ready; the message carries its log tail."""
 
 
+class NotServed(LaunchError):
+    """A server reached by URL is no OpenAI-compatible API, refuses the key, or does not serve the model: the
+    message is the whole story (nothing was started)."""
+
+
 @attrs.frozen
 class Endpoint:
     base_url: str  # OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1
     served_model: str
+    served: str = ""  # what a server reached by URL said it serves (``served.check_served``)
 
 
 class Launcher(Protocol):

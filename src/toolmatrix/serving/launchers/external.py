@@ -4,27 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolmatrix.serving.launchers.base import Endpoint, LaunchError
+from toolmatrix.serving.launchers.base import Endpoint
 from toolmatrix.serving.launchers.readiness import http_request
+from toolmatrix.serving.launchers.served import check_served
 
 
 class ExternalLauncher:
     kind = "external"
 
-    def __init__(self, base_url: str, served_model: str, engine_id: str = "external"):
+    def __init__(self, base_url: str, served_model: str, engine_id: str = "external", api_key: str | None = None,
+                 answer_timeout: float = 30.0):
         self.base_url = base_url.rstrip("/")
         self.served_model = served_model
         self.engine_id = engine_id
+        self.api_key = api_key  # the user's key, for check_served; never recorded
+        self.answer_timeout = answer_timeout  # for check_served's one-token request
 
     def start(self) -> Endpoint:
-        # /models is the one endpoint every OpenAI-compatible server has; a 401 still proves it is there.
-        try:
-            status, _ = http_request("GET", self.base_url + "/models", timeout=5.0)
-        except OSError as exc:
-            raise LaunchError(f"--base-url {self.base_url}: cannot connect ({exc})") from None
-        if status >= 500:
-            raise LaunchError(f"--base-url {self.base_url}: /models answered HTTP {status}")
-        return Endpoint(self.base_url, self.served_model)
+        """The server's endpoint, once it has said that it serves the model (``served.check_served``)."""
+        served = check_served(self.base_url, self.served_model, self.api_key, 5.0, self.answer_timeout)
+        return Endpoint(self.base_url, self.served_model, served)
 
     def stop(self) -> None:
         """Nothing to stop: the server is not ours."""

@@ -17,15 +17,36 @@ from toolmatrix.serving.placeholders import render, render_json
 from toolmatrix.serving.registry import EngineSpec, ReadinessStep
 
 
-def http_request(method: str, url: str, body: Any = None, timeout: float = 10.0) -> tuple[int, bytes]:
-    """(status, body) of one request; an HTTP error status is an answer, a refused connection an OSError."""
+ANSWER_LIMIT = 1024 * 1024  # what a readiness answer, a model list or a one-token answer needs, and more
+
+
+def http_request(method: str, url: str, body: Any = None, timeout: float = 10.0,
+                 headers: Mapping[str, str] | None = None) -> tuple[int, bytes]:
+    """(status, body) of one request; an HTTP error status is an answer, a refused connection an OSError, and so is
+    an answer not whole within ``timeout`` (a server that trickles or never ends its body). At most
+    ``ANSWER_LIMIT`` bytes of a body are kept."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    deadline = time.monotonic() + timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:
-            return resp.status, resp.read()
+            return resp.status, _bounded_read(resp, deadline, url)
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        return exc.code, _bounded_read(exc, deadline, url)
+
+
+def _bounded_read(resp: Any, deadline: float, url: str) -> bytes:
+    body = bytearray()
+    read = getattr(resp, "read1", resp.read)  # what one read brings: a trickle cannot hold a fixed-size read open
+    while len(body) < ANSWER_LIMIT:
+        piece = read(65536)
+        if not piece:
+            break
+        body += piece
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url}: no whole answer in time")
+    return bytes(body[:ANSWER_LIMIT])
 
 
 @attrs.frozen
