@@ -189,3 +189,20 @@ def test_a_damaged_run_json_is_an_input_error_too(tmp_path, value, capsys):
     sound = write_results(tmp_path / "sound", suite(VERDICTS))
     assert main(["gate", "--baseline", str(sound), "--results", str(directory)]) == EXIT_INPUT
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cut", ["empty", "mid-line"])
+def test_the_matrix_of_nothing_usable_exits_2_and_leaves_an_older_page(tmp_path, cut, capsys):
+    directory = write_results(tmp_path / "only", suite(VERDICTS))
+    records = (directory / "results.jsonl").read_bytes()
+    (directory / "results.jsonl").write_bytes(b"" if cut == "empty" else records[: len(records) // 2])
+    assert main(["matrix", "build", str(directory), "-o", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()  # no empty page that would pass for a result
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "index.html").write_text("the last good page")
+    assert main(["matrix", "build", str(directory), "-o", str(older)]) == 2
+    assert sorted(p.name for p in older.iterdir()) == ["index.html"]
+    assert (older / "index.html").read_text() == "the last good page"
+    err = capsys.readouterr().err
+    assert "skipped: " in err and "no usable results directory among the inputs" in err

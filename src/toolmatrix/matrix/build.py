@@ -10,6 +10,7 @@ with the reason and skipped. A folder given that holds one engine's replay runs 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -245,6 +246,12 @@ def build_matrix(result_dirs: list[Path], out_dir: Path, *, title: str = "toolma
     except BaseException:
         matrix_json.abort()
         raise
+    if not page_cells and not axis:  # every run unreadable: as with no run at all, an older page stays
+        matrix_json.abort()
+        for made in (cells_dir, out_dir):  # and a new output folder is not left behind, empty
+            with contextlib.suppress(OSError):
+                made.rmdir()
+        return BuildReport((), tuple(skipped), tuple(superseded), ())
     for stale in cells_dir.glob("*.jsonl") if cells_dir.is_dir() else ():
         if f"{CELLS_DIR}/{stale.name}" not in details:
             stale.unlink()  # cells/ is ours: a file of a pair no longer shown would mislead
