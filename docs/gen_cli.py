@@ -23,10 +23,16 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 EXIT_TABLE = re.compile(r"<!-- toolmatrix exit status: start -->\n(.*?)<!-- toolmatrix exit status: end -->", re.S)
 
 
-def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The subparsers of ``toolmatrix``, by name, in the order ``toolmatrix --help`` lists them."""
-    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(actions[0].choices)
+def subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, argparse.ArgumentParser]:
+    """Every subparser of ``toolmatrix`` by its full name (``matrix build`` too), in the order ``--help`` lists
+    them, each followed by its own subcommands."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found[prefix + name] = sub
+                found.update(subcommands(sub, f"{prefix}{name} "))
+    return found
 
 
 def pytest_options() -> str:
