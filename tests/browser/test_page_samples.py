@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.test_page import CHROMIUM, browser, cell, open_page  # noqa: F401 - browser: the fixture
+from tests.browser.test_page import CHROMIUM, NO_CHROMIUM, browser, cell, open_page  # noqa: F401 - browser: the fixture
 from tests.helpers_results import record, write_results
 from toolmatrix.matrix import build_matrix
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
 
 
 def test_a_sampled_cell_shows_its_interval_pass_hat_k_and_disagreement(browser, tmp_path):  # noqa: F811

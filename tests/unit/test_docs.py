@@ -78,6 +78,9 @@ OTHER_PROGRAMS = {
     "ray": "needs a Ray cluster",
     "bash results/cpu-qwen2.5-coder/regenerate.sh": "reruns the CPU snapshot (hours); test_results.py runs it with "
                                                     "--dry-run and holds every committed run.json to it",
+    "apt-get": "installs Debian's packages (root, network): .ci/run installs chromium so",
+    "python docs/screenshot.py": "tests/browser/test_page.py runs it (Debian's chromium; "
+                                 "test_the_docs_screenshot_script_opens_a_cell_of_the_page_as_it_draws_it)",
 }
 
 
@@ -193,8 +196,9 @@ def _pytest_problem(line: str) -> str | None:
         config = _pytest_config(list(words))  # pytest inserts its ini addopts into the list it is given
     except pytest.UsageError as exc:
         return str(exc).splitlines()[1]
-    if not (config.getoption("--engine") or config.getoption("--base-url") or words == ["-n", "2"]):
-        return "neither a target (--engine, --base-url) nor toolmatrix's own tests (`pytest -n 2`)"
+    own_tests = words == ["-n", "2"] or bool(words) and words[0].startswith("tests/") and (ROOT / words[0]).exists()
+    if not (config.getoption("--engine") or config.getoption("--base-url") or own_tests):
+        return "neither a target (--engine, --base-url) nor toolmatrix's own tests (`pytest -n 2`, `pytest tests/...`)"
     return None
 
 
@@ -212,7 +216,8 @@ def test_every_documented_pytest_command_is_one_pytest_takes_with_the_plugin():
 FOREIGN_OPTIONS = {
     "ray start": {"--address", "--head", "--num-cpus", "--num-gpus"},
     "engines' own servers": {"--chat-template-file", "--jinja", "--enable-auto-tool-choice", "--tool-call-parser",
-                             "--model-path", "--port", "--dyn-tool-call-parser", "--dyn-reasoning-parser"},
+                             "--model-path", "--port", "--dyn-tool-call-parser", "--dyn-reasoning-parser",
+                             "--reasoning-parser"},
     "pip": {"--no-cache-dir", "--no-deps", "--target"},
 }
 
@@ -321,8 +326,6 @@ ONLY_PARSED = {
     "toolmatrix replay-sweep": "installs and replays released engine versions (network)",
     "toolmatrix replay-agreement": "reads the replay run of the line before it",
     "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
-    "toolmatrix matrix build results/replay": "would rewrite the committed results/replay/matrix",
-    "toolmatrix matrix build results/cpu-": "would rewrite a published snapshot's committed page",
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
     "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
@@ -385,9 +388,6 @@ RUN: dict[str, tuple[int, Callable[[str, Path], object]]] = {
         (1, _gate_failed),
     "toolmatrix replay-generate -o fixtures.jsonl": (0, _jsonl("fixtures.jsonl")),
     "toolmatrix replay-generate -o full.jsonl": (0, _jsonl("full.jsonl")),
-    "toolmatrix matrix build --versions results/versions/versions.json -o results/versions/matrix":
-        (0, lambda out, ws: _true("## Parser replay across releases"
-                                  in (ws / "results/versions/matrix/matrix.md").read_text(encoding="utf-8"))),
     "toolmatrix replay-generate --every 8 -o results/replay/fixtures.jsonl": (0, _jsonl("results/replay/fixtures.jsonl")),
     "toolmatrix replay-harvest results/cpu-qwen2.5-coder results/cpu-gemma3-270m -o harvested.jsonl":
         (0, _jsonl("harvested.jsonl")),
@@ -416,12 +416,15 @@ def checkout(tmp_path_factory) -> Path:
 
 
 def test_every_documented_toolmatrix_command_is_run_or_says_why_not():
-    """A concrete command of the docs is run below or listed in ONLY_PARSED with why; RUN and ONLY_PARSED hold no
-    line the docs lost (a changed docs line must be changed here too, so the two cannot drift apart)."""
+    """A concrete command of the docs is run below (RUN, or COMMITTED_PAGES where it writes committed files) or
+    listed in ONLY_PARSED with why; RUN, COMMITTED_PAGES and ONLY_PARSED hold no line the docs lost (a changed docs
+    line must be changed here too, so the two cannot drift apart)."""
     concrete = {line for _, line in documented_commands() if _concrete(line)}
-    unheld = [line for line in concrete if line not in RUN and not any(map(line.startswith, ONLY_PARSED))]
+    unheld = [line for line in concrete if line not in RUN and line not in COMMITTED_PAGES
+              and not any(map(line.startswith, ONLY_PARSED))]
     assert unheld == []
     assert sorted(set(RUN) - concrete) == []
+    assert sorted(set(COMMITTED_PAGES) - concrete - {snapshot_build_line()}) == []
     assert [prefix for prefix in ONLY_PARSED if not any(line.startswith(prefix) for line in concrete)] == []
 
 
@@ -438,3 +441,118 @@ def test_a_documented_command_does_what_the_docs_say(command, checkout, monkeypa
     out, err = capsys.readouterr()
     assert code == status, f"`{command}` exited {code}:\n{out[-1500:]}\n{err[-1500:]}"
     check(out, checkout)
+
+
+# Documented commands that write committed files from committed inputs, with the inputs they read: each is run in
+# a scratch checkout holding a copy of those inputs, and what it writes must be what is committed, the build's
+# time aside. A change to the page's rendering (or to the records' reading) fails here until the committed page is
+# made again by its command, run from the checkout's root, so no committed table says what the code no longer does.
+COMMITTED_PAGES = {
+    "toolmatrix matrix build results/cpu-samples -o results/cpu-samples/matrix": "results/cpu-samples",
+    # regenerate.sh's last line (the snapshot's own script, docs/published-results.md): the page of its runs
+    "toolmatrix matrix build results/cpu-qwen2.5-coder -o results/cpu-qwen2.5-coder/matrix": "results/cpu-qwen2.5-coder",
+    "toolmatrix matrix build results/replay -o results/replay/matrix --triage results/replay/TRIAGE.md":
+        "results/replay",
+    "toolmatrix matrix build --versions results/versions/versions.json -o results/versions/matrix "
+    "--title \"toolmatrix: engines' parsers across releases (replay)\"": "results/versions",
+}
+BUILT_AT = re.compile(r"((?:Generated |\"generated\":\s*\")\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d)")
+
+
+@functools.cache
+def snapshot_build_line() -> str:
+    """The page build regenerate.sh issues last, as its --dry-run prints it."""
+    printed = subprocess.run(["bash", str(ROOT / "results" / "cpu-qwen2.5-coder" / "regenerate.sh"), "--dry-run"],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    return printed[-1]
+
+
+def _copy_inputs(source: Path, target: Path, output: Path) -> None:
+    """``source`` into ``target`` less the command's ``output`` folder; hard links where the two file systems allow."""
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link_or_copy,
+                    ignore=lambda folder, names: [n for n in names if Path(folder, n).resolve() == output.resolve()])
+
+
+def _files(folder: Path) -> set[str]:
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_every_committed_page_command_is_documented_or_the_snapshot_scripts():
+    """Each command of COMMITTED_PAGES is a concrete line of the docs or regenerate.sh's page build."""
+    concrete = {line for _, line in documented_commands() if _concrete(line)}
+    assert snapshot_build_line() in COMMITTED_PAGES
+    assert sorted(set(COMMITTED_PAGES) - concrete - {snapshot_build_line()}) == []
+
+
+@pytest.mark.parametrize("command", sorted(COMMITTED_PAGES), ids=lambda command: COMMITTED_PAGES[command])
+def test_a_committed_page_is_what_its_command_writes_today(command, tmp_path, monkeypatch, capsys):
+    """matrix.md, matrix.json, index.html and cells/ as committed (those of them the repository keeps) are byte for
+    byte what the command writes now, but for the time of the build each states."""
+    words = shlex.split(command)
+    output = Path(words[words.index("-o") + 1])
+    inputs = COMMITTED_PAGES[command]
+    _copy_inputs(ROOT / inputs, tmp_path / inputs, ROOT / output)
+    monkeypatch.chdir(tmp_path)
+    assert main(words[1:]) == 0, capsys.readouterr().err[-2000:]
+    committed, built = ROOT / output, tmp_path / output
+    kept = _files(committed)
+    assert {"matrix.md", "matrix.json"} <= kept and kept <= _files(built), sorted(kept ^ _files(built))
+    if any(name.startswith("cells/") for name in kept):  # cells/ is the page's: no stale or missing file
+        assert {n for n in kept if n.startswith("cells/")} == {n for n in _files(built) if n.startswith("cells/")}
+    stale = [name for name in sorted(kept) if BUILT_AT.sub("TIME", (committed / name).read_text(encoding="utf-8"))
+             != BUILT_AT.sub("TIME", (built / name).read_text(encoding="utf-8"))]
+    assert stale == [], f"committed {output}/{{{','.join(stale)}}} differ from what `{command}` writes now: run it " \
+                        f"from the checkout's root and commit what it writes"
+
+
+# The selections Running the suite shows (`-k EXPR`), each with the test ids it must select: CASE-MODE.
+def _selections() -> dict[str, Callable[[list], set[str]]]:
+    return {
+        "tool_choice and stream and not nonstream":
+            lambda cases: {f"{c.id}-stream" for c in cases if c.category == "tool_choice"},
+        "single.get_weather_paris": lambda cases: {"single.get_weather_paris-nonstream", "single.get_weather_paris-stream"},
+    }
+
+
+def test_a_documented_selection_selects_what_the_page_says(tmp_path):
+    """`-k "tool_choice and stream"` also selected the non-streamed half (`stream` is in `nonstream`): each `-k` of
+    the running page's Selecting cases is collected against the library and holds the ids the page says."""
+    from toolmatrix.library.cases import library_dir, load_cases
+
+    section = (ROOT / "docs" / "running.md").read_text(encoding="utf-8").split("## Selecting cases", 1)[1]
+    shown = re.findall(r'`-k "?([^`"]+)"?`', section.split("\n## ", 1)[0])
+    assert sorted(shown) == sorted(_selections())
+    cases = load_cases([library_dir()])
+    for expression, selects in _selections().items():
+        collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                    "--engine=llamacpp", "--model=qwen2.5-coder-0.5b", "-k", expression],
+                                   cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        ids = set(re.findall(r"test_case\[(.+)\]$", collected.stdout, re.M))
+        assert ids == selects(cases), (expression, collected.stdout[-1500:], collected.stderr[-1500:])
+
+
+ENGINE_SERVERS = {"vllm serve": "vllm", "python -m sglang.launch_server": "sglang"}  # a line's start: its engine
+
+
+def test_a_documented_engine_server_is_started_with_the_flags_toolmatrix_plan_prints(capsys):
+    """A vLLM or SGLang server line of the docs carries the tool and reasoning flags that `toolmatrix plan` prints
+    for its model (looked up in the registry by the weights' repository) on that engine, the flags the suite's own
+    launch would give it."""
+    from toolmatrix.serving.registry import load_models
+
+    by_repo = {m.weights.get("hf", {}).get("repo"): m.id for m in load_models().values()}
+    lines = [(page, line, engine) for page, line in documented_lines() for start, engine in ENGINE_SERVERS.items()
+             if line.startswith(start + " ")]
+    assert {engine for *_, engine in lines} == set(ENGINE_SERVERS.values())
+    for page, line, engine in lines:
+        words = shlex.split(line)
+        repo = words[words.index("--model-path") + 1] if "--model-path" in words else words[2]
+        assert main(["plan", "--engine", engine, "--model", by_repo[repo], "--launcher", "docker"]) == 0
+        tool_args = re.search(r"^tool args:\s+(.*)$", capsys.readouterr().out, re.M)[1]
+        assert f" {tool_args} " in f" {line} ", f"{page}: `{line}` lacks `{tool_args}`"

@@ -57,3 +57,15 @@ def test_ci_runs_it_as_a_new_user_then_with_every_optional_environment():
     assert first < lines.index("export TOOLMATRIX_REQUIRE_ENGINES=1") < second
     assert lines[first - 1] == ('rm -rf .ci-cache && mkdir .ci-cache && cp -a "${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}/bin" '
                                 '.ci-cache/')
+
+
+def test_the_demo_paragraph_names_what_the_demo_does():
+    """The README's demo paragraph counts the demo's engine bugs and model mistake as the demo has them, and names
+    the command that starts its stand-in again for the page's repro lines (the demo's test holds the rest)."""
+    from toolmatrix.cli.demo import ENGINE_BUGS
+
+    text = " ".join((ROOT / "README.md").read_text().split("## A first result in a minute", 1)[1].split("\n## ")[0].split())
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    assert f"{words[len(ENGINE_BUGS)]} named engine bugs" in text and "one small-model mistake" in text
+    assert "answers every case of the library right" in text and "no other failure" in text
+    assert "`toolmatrix demo --serve --port N`" in text
