@@ -60,14 +60,14 @@ def main() -> None:
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}", "VIRTUAL_ENV": str(venv),
            "TOOLMATRIX_CACHE": str(cache)}
     env.pop("TOOLMATRIX_LLAMA_CPU_VARIANTS", None)
+    started = time.strftime("%Y-%m-%d %H:%M %Z")
     command = readme_command_1()
     install, _, suite = command.partition(" && ")
     minutes = {"install": timed("install", install, clone, env),
                "build": timed("build", "toolmatrix install llamacpp", clone, env),
                "suite": timed("suite", suite, clone, env, ok=(0, 1))}  # with the weights' fetch and the page
     record = json.loads((cache / "bin" / "llama-server.build.json").read_text())
-    print(f"README command 1 from a fresh clone on {cpu_name()} ({os.cpu_count()} cores), "
-          f"{time.strftime('%Y-%m-%d %H:%M')}:")
+    print(f"README command 1 from a fresh clone on {cpu_name()} ({os.cpu_count()} cores), started {started}:")
     for phase, value in minutes.items():
         print(f"  {phase:8} {value:5.1f} min")
     print(f"  {'total':8} {sum(minutes.values()):5.1f} min (target: 20)")
