@@ -174,52 +174,143 @@ def _cluster_target(args: argparse.Namespace) -> str:
     if args.engine not in (None, repro["engine"]):
         return f"replay-bisect --cluster {args.cluster}: its repro replays {repro['engine']}, not {args.engine}"
     # The modes its repro command replays: non-streamed and its chunking.
-    args.engine, args.fixture, args.mode = repro["engine"], repro["fixture"], args.mode or ["none", repro["chunking"]]
+    args.engine, args.fixture, args.mode = repro["engine"], [repro["fixture"]], args.mode or ["none", repro["chunking"]]
     return ""
 
 
+class _SelectionError(Exception):
+    """A fixture selection that cannot be made: ``status`` the exit status, the message what to change."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _add_selection(parser: argparse.ArgumentParser, ids: argparse._ActionsContainer) -> None:
+    """The options that pick fixtures of a fixture file: ``--fixture ID`` (in ``ids``, a group of the parser's),
+    ``-k EXPR`` and ``--every N``; read back by ``_select_fixtures``."""
+    from toolmatrix.base.argtypes import positive_int
+
+    ids.add_argument("--fixture", action="append", metavar="ID", help="this fixture (repeatable)")
+    parser.add_argument("-k", dest="keyword", metavar="EXPR",
+                        help="the fixtures whose id or tags match, as pytest's -k matches test names: words matched "
+                             "as case-insensitive substrings, joined by and, or, not and parentheses "
+                             "(-k 'qwen3_coder and not fuzz')")
+    parser.add_argument("--every", type=positive_int, metavar="N",
+                        help="one fixture in N, chosen by a hash of its id as replay-generate --every chooses its "
+                             "cases (stable as the file grows)")
+
+
+def _select_fixtures(fixtures: list, source: str, ids: list[str] | None, keyword: str | None,
+                     every: int | None) -> list:
+    """The fixtures of the file ``source`` that every given selection picks, in the file's order: ``ids`` (each
+    must be in the file), ``keyword`` (a pytest -k expression over each fixture's id and tags), one in ``every``
+    (``in_sample`` of its id, as replay-generate samples its cases). _SelectionError with exit status 2 for an
+    unknown id or a malformed expression, 5 (pytest's "no tests collected") where nothing is left."""
+    import pytest
+    from _pytest.mark import expression  # pytest's own -k, so the two select alike
+
+    from .generate import in_sample
+
+    known = {f.id for f in fixtures}
+    unknown = [i for i in ids or () if i not in known]
+    if unknown:
+        raise _SelectionError(f"--fixture {', '.join(unknown)}: not in {source}", 2)
+    chosen = [f for f in fixtures if ids is None or f.id in ids]
+    if keyword is not None:
+        try:
+            compiled = expression.Expression.compile(keyword)
+        except (SyntaxError, getattr(expression, "ParseError", SyntaxError)) as exc:
+            raise _SelectionError(f"-k {keyword!r}: {exc}", 2) from None
+
+        def names(fixture) -> list[str]:
+            return [name.lower() for name in (fixture.id, *fixture.tags)]
+
+        def matches(fixture) -> bool:
+            return compiled.evaluate(lambda word, /, **_: any(word.lower() in name for name in names(fixture)))
+
+        chosen = [f for f in chosen if matches(f)]
+    chosen = [f for f in chosen if every is None or in_sample(f.id, every)]
+    if not chosen:
+        raise _SelectionError(f"no fixture of {source} selected", pytest.ExitCode.NO_TESTS_COLLECTED)
+    return chosen
+
+
 def _cmd_bisect(args: argparse.Namespace) -> int:
-    from .bisect import BisectError, bisect, describe, replay_at, span
+    import pytest
+
+    from toolmatrix.base.exitcodes import worst
+
+    from .bisect import BisectError, Bisection, CannotReplay, bisect_each, describe, replay_at, span
     from .bugs import MODES
     from .fixtures import FixtureError, load_fixtures
     from .releases import ReleaseError
 
-    if args.cluster is not None and (why := _cluster_target(args)):
-        print(why, file=sys.stderr)
+    if args.cluster is not None:
+        if args.keyword is not None or args.every is not None:
+            print("replay-bisect --cluster bisects its repro's fixture: not with -k or --every", file=sys.stderr)
+            return 2
+        if why := _cluster_target(args):
+            print(why, file=sys.stderr)
+            return 2
+    elif args.fixture is None and args.keyword is None and args.every is None:
+        print("replay-bisect: name what to bisect: --fixture ID, -k EXPR, --every N or --cluster ID", file=sys.stderr)
         return 2
     if args.engine is None:
-        print("replay-bisect: --engine E is required with --fixture", file=sys.stderr)
+        print("replay-bisect: --engine E is required with --fixture, -k or --every", file=sys.stderr)
         return 2
     pinned, why = _pinned_engine(args.engine, "replay-bisect")
     if why:
         print(why, file=sys.stderr)
         return 2
     try:
-        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
+        fixtures = load_fixtures(args.fixtures)
         versions = _bisect_range(args.engine, pinned, args)
+        selected = _select_fixtures(fixtures, args.fixtures, args.fixture, args.keyword, args.every)
     except (FixtureError, ReleaseError) as exc:
         print(f"replay-bisect: {exc}", file=sys.stderr)
         return 2
-    fixture = fixtures.get(args.fixture)
-    if fixture is None:
-        print(f"replay-bisect --fixture {args.fixture}: not in {args.fixtures}", file=sys.stderr)
+    except _SelectionError as exc:
+        print(f"replay-bisect {exc}", file=sys.stderr)
+        return exc.status
+    if len(versions) < 2:
+        print(f"replay-bisect: needs two releases at least, got {versions}", file=sys.stderr)
         return 2
     # A bug fixture is judged in the modes its report names (bugs.py); any other in every mode.
-    modes = args.mode or (fixture.extra.get("bug") or {}).get("chunkings") or MODES
-    probe = replay_at(args.engine, pinned, fixture, modes)
-    try:
-        if args.cluster is None:
-            print(describe(fixture.id, bisect(versions, probe)))
-            return 0
-        found = span(versions, probe)
-    except BisectError as exc:
-        print(f"replay-bisect {args.fixture} over {versions[0]}..{versions[-1]}: {exc}", file=sys.stderr)
-        return 1
-    if found.found is not None:
-        print(describe(fixture.id, found.found))
-    print(f"cluster {args.cluster} ({args.engine} {versions[0]}..{versions[-1]}):\n"
-          f"  first_broken: '{found.first_broken}'\n  first_fixed: '{found.first_fixed}'")
-    return 0
+    probe = replay_at(args.engine, pinned, [(f, args.mode or (f.extra.get("bug") or {}).get("chunkings") or MODES)
+                                            for f in selected])
+    over = f"{versions[0]}..{versions[-1]}"
+    if args.cluster is not None:
+        (fixture,) = selected
+        try:
+            found = span(versions, lambda version: probe(version)[fixture.id])
+        except BisectError as exc:
+            print(f"replay-bisect {fixture.id} over {over}: {exc}", file=sys.stderr)
+            return pytest.ExitCode.USAGE_ERROR if isinstance(exc, CannotReplay) else 1
+        if found.found is not None:
+            print(describe(fixture.id, found.found))
+        print(f"cluster {args.cluster} ({args.engine} {over}):\n"
+              f"  first_broken: '{found.first_broken}'\n  first_fixed: '{found.first_fixed}'")
+        return 0
+    # Exit status, the worst of the fixtures' (exitcodes.SEVERITY): 4 where one cannot be replayed at two
+    # releases here (the engine could not be driven), 1 where one kept its verdict over the range, else 0.
+    found_each, replayed = bisect_each(versions, [f.id for f in selected], probe)
+    statuses = []
+    for fixture_id, found in found_each.items():
+        if isinstance(found, Bisection):
+            print(describe(fixture_id, found), flush=True)
+            statuses.append(pytest.ExitCode.OK)
+        else:
+            print(f"replay-bisect {fixture_id} over {over}: {found}", file=sys.stderr, flush=True)
+            statuses.append(pytest.ExitCode.USAGE_ERROR if isinstance(found, CannotReplay)
+                            else pytest.ExitCode.TESTS_FAILED)
+    if len(found_each) > 1:
+        changed = statuses.count(pytest.ExitCode.OK)
+        cannot = statuses.count(pytest.ExitCode.USAGE_ERROR)
+        print(f"{len(found_each)} fixtures over {over}: {changed} changed, {len(found_each) - changed - cannot} kept "
+              f"their verdict, {cannot} cannot be replayed at two releases here; {len(replayed)} releases replayed",
+              file=sys.stderr)
+    return worst(statuses)
 
 
 def _cmd_versions(args: argparse.Namespace) -> int:
@@ -426,18 +517,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="replay (and install) N releases at once (default 1)")
     swp.set_defaults(func=_cmd_sweep)
     bis = sub.add_parser(
-        "replay-bisect", help="the first release where one fixture's verdict changes",
-        description="Find the first release of an engine's parser package where one fixture's verdict changes, by a "
-                    "binary search that installs only the releases it replays (--cluster: when a triage cluster's "
-                    "repro starts failing and when it passes again).")
+        "replay-bisect", help="the first release where each of a selection of fixtures' verdict changes",
+        description="Find the first release of an engine's parser package where a fixture's verdict changes, for each "
+                    "fixture selected (--fixture, -k, --every), by a binary search that installs only the releases it "
+                    "replays, each once for all of them; a release that gives no verdict (it will not install or "
+                    "start, or the harness cannot drive it: unsupported) is stepped over, and a fixture no two "
+                    "releases replay says why and what to install (exit 4). --cluster: when a triage cluster's repro "
+                    "starts failing and when it passes again.")
     bis.add_argument("--engine", metavar="E", help="an engine whose parser package is on PyPI (with --cluster: its "
                      "repro's engine)")
-    target = bis.add_mutually_exclusive_group(required=True)
-    target.add_argument("--fixture", metavar="ID", help="the fixture's id")
+    target = bis.add_mutually_exclusive_group()
+    _add_selection(bis, target)
     target.add_argument("--cluster", metavar="ID", help="an engine-bug cluster of --triage: bisect its repro (its "
                         "fixture, engine, non-streamed and its chunking) and print its first_broken and first_fixed")
     bis.add_argument("--triage", metavar="FILE", help="the triage file that holds --cluster (results/replay/triage.yaml)")
-    bis.add_argument("--fixtures", required=True, metavar="FILE", help="the fixture file that holds it")
+    bis.add_argument("--fixtures", required=True, metavar="FILE", help="the fixture file that holds them")
     ends = bis.add_mutually_exclusive_group()
     ends.add_argument("--versions", metavar="V1,V2,...", help="bisect these releases (ordered by version)")
     ends.add_argument("--good", metavar="V", help="one end: a release on PyPI (default: the first of the last year)")
