@@ -6,6 +6,7 @@ it every test here skips, and says so: a warning in pytest's summary, the reason
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -374,6 +375,49 @@ def test_a_surface_the_engine_does_not_serve_is_grey_with_its_reason_not_a_red_0
     over.locator("button").click()
     assert page.locator("#detail p.unsupported-reason").inner_text().startswith("Every case unsupported: api.messages")
     assert page.locator("script").count() == 2  # the reason stayed text
+    page.close()
+
+
+def test_a_category_the_run_could_not_judge_is_grey_in_the_category_table_too(browser, unserved):
+    page = open_page(browser, unserved)
+    cell(page, "m1@e1").locator("button").click()
+    rows = page.locator("#detail table.categories tr")
+    reasoning = rows.filter(has_text="reasoning")
+    assert "lv-none" in reasoning.get_attribute("class"), "not a red 0 %"
+    assert reasoning.locator("td").all_inner_texts() == ["reasoning", "0", "0", "2", "0", "0", "unsupported", "-"]
+    assert "lv-warn" in rows.filter(has_text="single").get_attribute("class")  # 2 of 4: 50 %
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def just_under_half(tmp_path_factory) -> Path:
+    """99 passes of 200 records: 49.5 %, printed as 50 %."""
+    root = tmp_path_factory.mktemp("half")
+    verdicts = {f"single.c{n}": "pass" for n in range(49)} | {"single.c49": "pass/fail"}
+    write_results(root / "run", suite({**verdicts, **{f"single.d{n}": "fail" for n in range(50)}}))
+    build_matrix([root], root / "matrix")
+    return root / "matrix" / "index.html"
+
+
+def test_a_rate_takes_the_colour_of_the_figure_it_prints(browser, just_under_half):
+    """The legend says >= 50 % is amber: 49.5 % reads "50%", and is amber, not red."""
+    page = open_page(browser, just_under_half)
+    half = cell(page, "m1@e1")
+    assert half.locator(".rate").inner_text() == "50%"
+    assert "lv-warn" in half.get_attribute("class") and "lv-bad" not in half.get_attribute("class")
+    page.close()
+
+
+def test_the_version_page_says_it_holds_releases_and_nothing_of_the_live_matrix(browser, tmp_path):
+    summary = Path(__file__).parents[2] / "results" / "versions" / "versions.json"
+    build_matrix([], tmp_path / "m", versions=[summary])
+    page = open_page(browser, tmp_path / "m" / "index.html")
+    meta = page.locator("#meta").inner_text()
+    assert re.match(r"6 engine\(s\) across 3\d releases, \d+ groups of flipped records, generated ", meta), meta
+    for live in ("#filters", "#matrix", "#live-legend"):  # "0 cells", an empty model x engine table, pass@1
+        assert not page.locator(live).is_visible(), live
+    headings = page.locator("#versions h3").all_inner_texts()
+    assert headings and all(re.fullmatch(r"[\w.-]+: \d+ releases", h) for h in headings), headings  # no file path
     page.close()
 
 
