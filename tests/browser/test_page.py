@@ -400,11 +400,30 @@ def just_under_half(tmp_path_factory) -> Path:
 
 
 def test_a_rate_takes_the_colour_of_the_figure_it_prints(browser, just_under_half):
-    """The legend says >= 50 % is amber: 49.5 % reads "50%", and is amber, not red."""
+    """The legend says >= 50 % is amber: 49.5 % reads "50%", and is amber, not red, in the cell, its chip and its
+    category table; the legend's colours are drawn from the thresholds the colours are chosen by."""
     page = open_page(browser, just_under_half)
     half = cell(page, "m1@e1")
     assert half.locator(".rate").inner_text() == "50%"
     assert "lv-warn" in half.get_attribute("class") and "lv-bad" not in half.get_attribute("class")
+    chip = half.locator("ul.cats li")
+    assert chip.inner_text() == "single 50%" and "lv-warn" in chip.get_attribute("class")
+    half.locator("button").click()
+    row = page.locator("#detail table.categories tr", has_text="single")
+    assert row.locator("td").all_inner_texts()[-2] == "50%" and "lv-warn" in row.get_attribute("class")
+    legend = page.locator("#live-legend span.levels span")
+    assert legend.all_inner_texts() == ["\u2265 95%", "\u2265 80%", "\u2265 50%", "< 50%"]
+    assert legend.evaluate_all("els => els.map(e => e.className)") == ["lv-good", "lv-ok", "lv-warn", "lv-bad"]
+    page.close()
+
+
+def test_a_page_of_replay_cells_has_no_empty_model_x_engine_table_nor_its_legend(browser, tmp_path):
+    write_replay_results(tmp_path / "sglang", "sglang", {"hermes": "pass", "glm45": "fail"}, {})
+    build_matrix([tmp_path], tmp_path / "m")
+    page = open_page(browser, tmp_path / "m" / "index.html")
+    assert page.locator("#meta").inner_text().startswith("1 engine parser replayed on 2 format families; generated ")
+    assert not page.locator("#matrix").is_visible() and not page.locator("#live-legend").is_visible()
+    assert page.locator("#replay").is_visible() and page.locator("#filters").is_visible()  # the details' filters
     page.close()
 
 
@@ -412,12 +431,16 @@ def test_the_version_page_says_it_holds_releases_and_nothing_of_the_live_matrix(
     summary = Path(__file__).parents[2] / "results" / "versions" / "versions.json"
     build_matrix([], tmp_path / "m", versions=[summary])
     page = open_page(browser, tmp_path / "m" / "index.html")
+    assert page.locator("h1").inner_text() == "toolmatrix"  # no "compatibility matrix" of pairs it does not hold
     meta = page.locator("#meta").inner_text()
-    assert re.match(r"6 engine\(s\) across 3\d releases, \d+ groups of flipped records, generated ", meta), meta
+    assert re.match(r"6 engines' parsers across 3\d releases, \d+ groups of flipped records "
+                    r"\(\d+ regressions?, \d+ fix(es)?\); generated ", meta), meta
     for live in ("#filters", "#matrix", "#live-legend"):  # "0 cells", an empty model x engine table, pass@1
         assert not page.locator(live).is_visible(), live
     headings = page.locator("#versions h3").all_inner_texts()
     assert headings and all(re.fullmatch(r"[\w.-]+: \d+ releases", h) for h in headings), headings  # no file path
+    assert page.locator("#versions .legend span.levels span").all_inner_texts() == [
+        "\u2265 95%", "\u2265 80%", "\u2265 50%", "< 50%"]  # a legend for the release cells
     page.close()
 
 

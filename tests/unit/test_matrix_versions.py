@@ -5,6 +5,7 @@ that flipped, in matrix.json, matrix.md and the page's data; a folder of live ru
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.helpers_results import suite, write_replay_results, write_results
@@ -97,3 +98,44 @@ def test_the_page_holds_the_first_records_of_a_big_flip_and_matrix_json_all(tmp_
     assert kept["flips"][0]["records"] == records
     page = (tmp_path / "out" / "index.html").read_text()
     assert '"hermes.c24"' in page and '"hermes.c25"' not in page and '"count":30' in page
+
+
+def page_data(out: Path) -> dict:
+    html = (out / "index.html").read_text()
+    return json.loads(re.search(r'<script type="application/json" id="toolmatrix-data">(.*?)</script>', html,
+                                re.S).group(1))
+
+
+def test_a_page_of_releases_says_what_it_holds_and_nothing_of_a_live_matrix(tmp_path: Path) -> None:
+    """A page of the version axis alone opens with what it holds (engines, releases, flips), not "0 cells", an empty
+    model x engine table and the live legend (pass@1, conformance, surfaces); its engines are named without the
+    file their sweep was read from."""
+    from toolmatrix.cli import main
+
+    summary = tmp_path / "snap" / "versions.json"
+    assert main(["replay-versions", str(sweep(tmp_path / "sweep")), "--write", str(summary)]) == 0
+    build_matrix([], tmp_path / "out", versions=[summary])
+    holds = "1 engine's parser across 2 releases, 2 groups of flipped records (1 regression, 1 fix)"
+    data = page_data(tmp_path / "out")
+    assert data["holds"] == holds and data["models"] == [] and data["cells"] == []  # the script hides the live parts
+    assert data["heading"] == "toolmatrix"  # its title, no "compatibility matrix" of pairs it does not hold
+    md = (tmp_path / "out" / "matrix.md").read_text()
+    assert md.startswith("# toolmatrix\n")
+    assert md.splitlines()[2].endswith(f" by toolmatrix {data['toolmatrix_version']}: {holds}.")
+    assert "model \\ engine" not in md and "Pass rate" not in md and "pass@1" not in md
+    assert "versions.json" not in md and "### sglang: 2 releases" in md
+    assert "| family \\ release " in md
+
+
+def test_the_committed_page_of_releases_opens_with_what_it_holds() -> None:
+    """results/versions/matrix, as `matrix build --versions` writes it (docs/published-results.md)."""
+    built = Path(__file__).parents[2] / "results" / "versions" / "matrix"
+    data = page_data(built)
+    assert re.fullmatch(r"6 engines' parsers across 3\d releases, \d+ groups of flipped records "
+                        r"\(\d+ regressions?, \d+ fix(es)?\)", data["holds"]), data["holds"]
+    assert not data["models"] and not data["cells"]
+    md = (built / "matrix.md").read_text()
+    assert md.startswith("# toolmatrix: engines' parsers across releases (replay)\n")
+    assert md.splitlines()[2].endswith(f": {data['holds']}.")
+    assert "model \\ engine" not in md and "Pass rate" not in md and "(../versions.json)" not in md
+    assert re.findall(r"^### (\S+): \d+ releases$", md, re.M) == [e["engine"] for e in data["versions"]]

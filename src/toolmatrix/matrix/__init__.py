@@ -12,6 +12,7 @@ from pathlib import Path
 
 from toolmatrix.base.argtypes import positive_int
 from toolmatrix.matrix.build import BuildReport, CellReport, Skipped, build_matrix
+from toolmatrix.matrix.figures import percent
 
 __all__ = ["BuildReport", "CellReport", "Skipped", "build_matrix", "register"]
 
@@ -29,7 +30,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for skipped in report.skipped:
         print(f"skipped: {skipped.reason}", file=sys.stderr)
     for cell in report.cells:
-        rate = "-" if cell.pass_rate is None else f"{100 * cell.pass_rate:.0f}%"
+        rate = percent(cell.pass_rate)  # as the page and matrix.md print it
         since = f", {cell.newly_failing} newly failing, {cell.newly_passing} newly passing" if cell.previous else ""
         runs = f", {cell.runs} runs, {cell.mixed} mixed" if cell.runs > 1 else ""
         print(f"{cell.pair}: {rate} of {cell.total} ({cell.path}{runs}{since})")

@@ -18,8 +18,10 @@ from typing import Any
 
 from tabulate import tabulate
 
+from toolmatrix.matrix.figures import LEVELS, UNSUPPORTED, all_unsupported, figure, percent
 from toolmatrix.matrix.replay import is_replay, replay_layout, replay_markdown
 from toolmatrix.matrix.versions import versions_markdown
+from toolmatrix.replay.versions import REGRESSION
 from toolmatrix.wire.surfaces import CHAT, SURFACES
 
 PLACEHOLDER = "/*TOOLMATRIX_DATA*/"
@@ -74,12 +76,50 @@ def _csp_hashes(template: str) -> str:
             "img-src data:; base-uri 'none'; form-action 'none'")
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def contents(cells: list[dict], versions: list[dict]) -> str:
+    """What a page holds, said first (the page's header, matrix.md's first line): its live cells, the engine
+    parsers it replayed, the releases of its version axis and how many groups of records flipped between them;
+    never a count of what it does not hold (a page of the version axis alone is no "0 cells")."""
+    live = [c for c in cells if not is_replay(c)]
+    replayed = len(cells) - len(live)
+    parts = [_count(len(live), "cell")] if live or not (replayed or versions) else []
+    if live:
+        apis = len({c["api"] for c in live})
+        parts[0] += (f" ({_count(len({c['model'] for c in live}), 'model')}, "
+                     f"{_count(len({c['engine'] for c in live}), 'engine')}"
+                     f"{', ' + _count(apis, 'API surface') if apis > 1 else ''})")
+    if replayed:
+        families = _count(len(replay_layout(cells)["families"]), "format family", "format families")
+        parts.append(f"{_count(replayed, 'engine parser')} replayed on {families}")
+    if versions:
+        flips = [flip for entry in versions for flip in entry["flips"]]
+        regressions = sum(1 for flip in flips if flip["kind"] == REGRESSION)
+        engines = "1 engine's parser" if len(versions) == 1 else f"{len(versions)} engines' parsers"
+        parts.append(f"{engines} across {_count(sum(len(e['releases']) for e in versions), 'release')}, "
+                     f"{_count(len(flips), 'group')} of flipped records ({_count(regressions, 'regression')}, "
+                     f"{_count(len(flips) - regressions, 'fix', 'fixes')})")
+    return "; ".join(parts)
+
+
+def heading(data: dict) -> str:
+    """The page's title: ``TITLE compatibility matrix`` where it holds cells (live or replayed), the title alone on a
+    page of the version axis alone (releases of engines' parsers, no pair of a matrix)."""
+    return data["title"] + (" compatibility matrix" if data["cells"] or not data.get("versions") else "")
+
+
 def render_html(data: dict) -> str:
-    """The page: the template with its CSP filled in and ``data`` (plus the layout) embedded."""
+    """The page: the template with its CSP filled in and ``data`` (plus the layout, what the page holds and the
+    colour thresholds its script and legends use) embedded."""
     template = resources.files("toolmatrix.matrix").joinpath("templates/index.html").read_text(encoding="utf-8")
     template = template.replace("__CSP__", _csp_hashes(template))
     head, tail = template.split(PLACEHOLDER)  # split, not replace: the data is never searched for markers
-    return head + embed_json({**data, **layout(data["cells"])}) + tail
+    holds = contents(data["cells"], data.get("versions") or [])
+    return head + embed_json({**data, **layout(data["cells"]), "heading": heading(data), "holds": holds,
+                              "levels": LEVELS}) + tail
 
 
 def md_text(value: Any, limit: int = 200) -> str:
@@ -90,33 +130,32 @@ def md_text(value: Any, limit: int = 200) -> str:
     return html.escape(text, quote=False)
 
 
-def _percent(rate: float | None) -> str:
-    return "-" if rate is None else f"{100 * rate:.0f}%"
-
-
 def _interval(stat: dict) -> str:
     """A mean with its 95 % interval: ``62% [48%-74%]``."""
     low, high = stat["interval"] or (None, None)
-    return _percent(stat["mean"]) + (f" [{_percent(low)}-{_percent(high)}]" if stat["interval"] else "")
+    return percent(stat["mean"]) + (f" [{percent(low)}-{percent(high)}]" if stat["interval"] else "")
 
 
 def _samples_md(samples: dict) -> str:
     """Repeated samples of a cell: pass@1 with its interval, pass^k, the disagreeing, conformance with its interval."""
     fewest, most = samples["samples"]
     k = str(most) if fewest == most else f"{fewest}-{most}"
-    return (f"k={k}: pass@1 {_interval(samples['pass_at_1'])}, pass^k {_percent(samples['pass_hat_k'])} "
+    return (f"k={k}: pass@1 {_interval(samples['pass_at_1'])}, pass^k {percent(samples['pass_hat_k'])} "
             f"({samples['all_passed']}/{samples['pass_at_1']['n']}), {samples['disagreeing']} disagreeing, "
             f"engine {_interval(samples['conformance'])}")
 
 
 def _cell_md(cell: dict) -> str:
     counts = cell["counts"]
-    if cell.get("unsupported_reason"):  # not a failure at 0 %: the engine does not serve what the cases ask
-        return f"unsupported ({cell['total']}): {md_text(cell['unsupported_reason'])}"
-    text = f"{_percent(cell['pass_rate'])} ({counts.get('pass', 0)}/{cell['total']})"
+    if cell.get("unsupported_reason") or all_unsupported(counts):  # not a failure at 0 %: nothing was judged
+        why = cell.get("unsupported_reason")
+        return f"{UNSUPPORTED} ({cell['total']})" + (f": {md_text(why)}" if why else "")
+    # Shares of the counts, as the page computes them (pass_rate and conformance are rounded to 4 places)
+    text = f"{percent(_share(counts.get('pass', 0), cell['total']))} ({counts.get('pass', 0)}/{cell['total']})"
     if "conformance" in cell:  # cells of older toolmatrix builds have none
         judged = cell["conformance_counts"]
-        text += f", engine {_percent(cell['conformance'])} ({judged['conformant']}/{judged['judged']})"
+        text += (f", engine {percent(_share(judged['conformant'], judged['judged']))} "
+                 f"({judged['conformant']}/{judged['judged']})")
     if cell.get("samples"):
         text += "; " + _samples_md(cell["samples"])
     extra = [f"{counts[v]} {v}" for v in ("fail", "unsupported", "error", "mixed") if counts.get(v)]
@@ -140,19 +179,27 @@ def _column_md(by_key: dict[tuple[str, str, str], dict], model: str, engine: dic
     return "<br>".join(f"{api['name']}: {_cell_md(cell) if cell else 'not run'}" for api, cell in shown)
 
 
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
 def _category_rates(cell: dict, categories: list[str]) -> list[str]:
+    """A cell's share in each category: ``50% (2/4) / engine 75%``; "unsupported" where nothing of the category
+    was judged (every record unsupported: the model does not think, say), as the page's category table reads it."""
     out = []
     for category in categories:
-        rows = [r for r in cell["breakdown"] if r[0] == category]
-        total = sum(r[4] for r in rows)
-        passed = sum(r[4] for r in rows if r[2] == "pass")
-        if total and all(r[2] == "unsupported" for r in rows):  # nothing judged: not a 0 %
-            out.append("unsupported")
+        counts: dict[str, int] = {}
+        for row in cell["breakdown"]:
+            if row[0] == category:
+                counts[row[2]] = counts.get(row[2], 0) + row[4]
+        total, passed = sum(counts.values()), counts.get("pass", 0)
+        if not total or all_unsupported(counts):
+            out.append(figure(None, unsupported=bool(total)).text)
             continue
-        text = f"{_percent(passed / total)} ({passed}/{total})" if total else "-"
+        text = f"{percent(passed / total)} ({passed}/{total})"
         judged = [r for r in cell.get("conformance_breakdown", ()) if r[0] == category and r[2] is not None]
         if judged:
-            text += f" / engine {_percent(sum(r[3] for r in judged if r[2]) / sum(r[3] for r in judged))}"
+            text += f" / engine {percent(sum(r[3] for r in judged if r[2]) / sum(r[3] for r in judged))}"
         out.append(text)
     return out
 
@@ -207,17 +254,20 @@ def render_markdown(data: dict) -> str:
         for e in shape["engines"]
     ]
     rows = [[md_text(m)] + [_column_md(by_key, m, e) for e in shape["engines"]] for m in shape["models"]]
-    lines = [f"# {md_text(data['title'])} compatibility matrix", "",
-             f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}. "
-             "Pass rate = passing case x mode / all case x mode of the pair's newest run, with the newest runs of "
-             "its configuration on other machines or case shards (the model and the engine together); a case x "
-             "mode those runs disagree on is mixed, not a pass. Engine = engine conformance: the share of answered "
-             "records where the engine returned what the model said, in a valid wire shape, honouring the request "
-             "(the engine alone). With repeated samples (--samples K) every sample counts: the pass rate is pass@1, the "
-             "mean over samples; k=K adds its 95% Wilson interval over case x mode, pass^k (the share of case x mode "
-             "whose K samples all passed), the case x mode whose samples disagree, and conformance with its "
-             "interval.", "",
-             tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
+    lines = [f"# {md_text(heading(data))}", "",
+             f"Generated {data['generated']} by toolmatrix {data['toolmatrix_version']}: "
+             f"{contents(data['cells'], data.get('versions') or [])}."]
+    if cells:  # the live table and its legend; a page of replay cells or of the version axis alone has neither
+        lines[-1] += (
+            " Pass rate = passing case x mode / all case x mode of the pair's newest run, with the newest runs of "
+            "its configuration on other machines or case shards (the model and the engine together); a case x "
+            "mode those runs disagree on is mixed, not a pass. Engine = engine conformance: the share of answered "
+            "records where the engine returned what the model said, in a valid wire shape, honouring the request "
+            "(the engine alone). With repeated samples (--samples K) every sample counts: the pass rate is pass@1, "
+            "the mean over samples; k=K adds its 95% Wilson interval over case x mode, pass^k (the share of case x "
+            "mode whose K samples all passed), the case x mode whose samples disagree, and conformance with its "
+            "interval. Unsupported: every record of the cell or category unsupported (nothing judged, not a 0%).")
+        lines += ["", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)]
     categories = sorted({r[0] for c in cells for r in c["breakdown"]})
     if cells and categories:
         rows = [[md_text(c["pair"])] + _category_rates(c, categories) for c in cells]

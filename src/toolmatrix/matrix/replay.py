@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolmatrix.matrix.figures import percent
+
 PREFIX = "replay."
 NOT_FED = "not replayed: no fixture of this family in this engine's run"
 
@@ -55,7 +57,7 @@ def replay_markdown(shape: dict[str, Any], md_text, triage: str | None = None) -
         if "reason" in entry:
             return "not replayed: " + md_text(entry["reason"], 160)
         bad = ", ".join(f"{n} {v}" for v, n in sorted(entry["counts"].items()) if v != "pass")
-        return f"{100 * entry['rate']:.0f}% ({entry['counts'].get('pass', 0)}/{entry['total']})" + \
+        return f"{percent(entry['rate'])} ({entry['counts'].get('pass', 0)}/{entry['total']})" + \
             (f", {bad}" if bad else "")
 
     headers = ["family \\ engine parser"] + [md_text(f"{e['id']} {e['version'] or ''}".strip()) for e in shape["engines"]]

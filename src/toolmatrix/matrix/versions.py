@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from toolmatrix.matrix.figures import percent
 from toolmatrix.replay.versions import FIX, REGRESSION, last_line, marks
 
 
@@ -19,7 +20,7 @@ def _cell_md(cell: dict[str, Any] | None, flips: list[dict[str, Any]], md_text: 
     if "reason" in cell:
         return "n/a: " + md_text(last_line(cell["reason"], empty=""), 80)
     mark = marks(cell, flips, {REGRESSION: "▼", FIX: "▲"})
-    return f"{100 * cell['rate']:.0f}% ({cell['pass']}/{cell['total']}){' ' + mark if mark else ''}"
+    return f"{percent(cell['rate'])} ({cell['pass']}/{cell['total']}){' ' + mark if mark else ''}"
 
 
 def versions_markdown(engines: list[dict[str, Any]], md_text: Callable[..., str], cap: int) -> list[str]:
@@ -36,8 +37,10 @@ def versions_markdown(engines: list[dict[str, Any]], md_text: Callable[..., str]
         flips = entry["flips"]
         rows = [[md_text(family)] + [_cell_md(c, flips, md_text) for c in entry["cells"][family]]
                 for family in entry["families"]]
-        headers = [md_text(f"{entry['engine']} ({entry['source']})")] + [md_text(v) for v in entry["releases"]]
-        lines += ["", tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
+        # the engine by its name (where its sweep was read is matrix.json's "source", no heading's business)
+        headers = ["family \\ release"] + [md_text(v) for v in entry["releases"]]
+        lines += ["", f"### {md_text(entry['engine'])}: {len(entry['releases'])} releases", "",
+                  tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True), ""]
         for flip in flips:
             records = flip["records"]
             shown = ", ".join(f"{md_text(case)} [{md_text(mode)}] {md_text(was)}->{md_text(now)}"
