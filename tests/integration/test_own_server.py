@@ -116,7 +116,7 @@ def test_a_model_the_server_does_not_serve_is_a_usage_error_naming_what_it_serve
     said = run.stderr + run.stdout
     assert "--model Qwen/Qwen3-8b: the server at" in said and "does not exist" in said, said
     assert "it serves: Qwen/Qwen3-8B (did you mean Qwen/Qwen3-8B?)" in said, said
-    assert not (tmp_path / "out" / "results.jsonl").exists()  # nothing ran, nothing was written
+    assert not (tmp_path / "out").exists()  # nothing ran, nothing was written, not even the folder
 
 
 def test_a_server_of_another_kind_is_named_before_any_case_runs(tmp_path):

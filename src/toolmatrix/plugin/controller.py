@@ -4,6 +4,7 @@ Ctrl-C, SIGTERM) stops the engine, closes each run and builds its page."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import tempfile
@@ -25,16 +26,19 @@ from toolmatrix.serving.launchers import LaunchError, NotServed
 from toolmatrix.wire.surfaces import CHAT
 
 
-def check_results_dir(directory: str) -> None:
-    """A results directory that can be written, made here if it is new: found out before any engine starts."""
+def check_results_dir(directory: str) -> bool:
+    """A results directory that can be written, made here if it is new (True: it was): found out before any
+    engine starts."""
     path = Path(directory)
     if path.exists() and not path.is_dir():
         raise pytest.UsageError(f"--results-dir {directory}: exists and is not a directory")
+    made = not path.exists()
     try:
         path.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=path).close()
     except OSError as exc:
         raise pytest.UsageError(f"--results-dir {directory}: cannot write there: {exc.strerror or exc}") from None
+    return made
 
 
 class Controller:
@@ -67,14 +71,17 @@ class Controller:
             return
         _stop_on_sigterm()
         state.launcher = state.make_launcher()  # refuses a pair it cannot serve, starting nothing
-        if config.getoption("--results-dir"):
-            check_results_dir(config.getoption("--results-dir"))
+        results_dir = config.getoption("--results-dir")
+        made = check_results_dir(results_dir) if results_dir else False
         started = time.monotonic()
         try:
             endpoint = state.launcher.start()
-        except NotServed as exc:  # nothing was started: the server or --model is not what the user thought
-            raise pytest.UsageError(str(exc)) from None
         except LaunchError as exc:
+            if made:  # a run that never began leaves no empty results directory behind
+                with contextlib.suppress(OSError):
+                    Path(results_dir).rmdir()
+            if isinstance(exc, NotServed):  # nothing was started: the server or --model is not what the user thought
+                raise pytest.UsageError(str(exc)) from None
             raise pytest.UsageError(f"could not start {state.engine_id} with {state.model.id}: {exc}") from None
         state.endpoint = {"base_url": endpoint.base_url, "model": endpoint.served_model}
         self.watch = EngineWatch(state.launcher)
