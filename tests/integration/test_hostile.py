@@ -47,7 +47,8 @@ EXPECTED = {
     "surrogate": ("fail", "engine", r"wire_shape: not JSON \(lone surrogate '\\ud800': not Unicode text\)"),
     "nan": ("fail", "engine", r"wire_shape: not JSON \(NaN is not a JSON value\)"),
     "broken_off": ("error", "engine", r"http_status: the engine broke off its HTTP 200 answer: RemoteProtocolError"),
-    "echo_key": ("error", "infra", r"http_status: HTTP 401: Invalid key: Bearer \[REDACTED\]: the server refused the key"),
+    "echo_key": ("error", "infra",
+                 r"http_status: HTTP 401: Invalid key: Bearer \[REDACTED\]: the server refused the key"),
 }
 NOTHING_JUDGED = {"endless_stream", "endless_body", "trickle"}  # every exchange an infra error: exit 8
 
@@ -62,7 +63,8 @@ def hostile_run(request, tmp_path_factory):
     with HostileServer(request.param) as server:
         started = time.monotonic()
         # The model the hostile server lists: its answers, not the check before the run, are what is tested.
-        proc = subprocess.run(pytest_cmd("-n", "2", "--base-url", server.base_url, "--model", "hostile", "-k", SELECTION,
+        proc = subprocess.run(pytest_cmd("-n", "2", "--base-url", server.base_url, "--model", "hostile",
+                                         "-k", SELECTION,
                                          "--api-key-env", "TM_HOSTILE_KEY", "--request-timeout", str(TIMEOUT_S),
                                          "--max-answer-bytes", str(LIMIT), "--results-dir", str(tmp_path / "r")),
                               cwd=tmp_path, capture_output=True, text=True, timeout=300,

@@ -26,4 +26,5 @@ def default_launcher(base_url: str | None = None, engine: EngineSpec | None = No
     return "docker" if engine is not None and engine.process is None and engine.docker is not None else "process"
 
 
-__all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "NotServed", "LAUNCHERS", "DockerLauncher", "ExternalLauncher", "ProcessLauncher"]
+__all__ = ["default_launcher", "Endpoint", "LaunchError", "Launcher", "NotServed", "LAUNCHERS", "DockerLauncher",
+           "ExternalLauncher", "ProcessLauncher"]
