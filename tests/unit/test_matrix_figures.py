@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers_results import suite, write_results
 from toolmatrix.matrix import build_matrix
-from toolmatrix.matrix.figures import LEVELS, Figure, figure, level, percent, whole_percent
+from toolmatrix.matrix.figures import LEVELS, Figure, figure, percent, whole_percent
 
 # 205 of 414 passing, as llamacpp's Chat Completions cell of the CPU snapshot: 102 cases pass in both modes, one
 # in the non-streamed one only, 104 fail in both.
@@ -26,7 +26,7 @@ def md_rows(md: str, header: str) -> dict[str, list[str]]:
 
 def test_205_of_414_prints_50_percent_and_is_amber():
     assert 205 / 414 < 0.5 and figure(205 / 414) == Figure("50%", "warn")
-    assert (percent(205 / 414), level(205 / 414)) == ("50%", "warn")
+    assert (percent(205 / 414), figure(205 / 414).level) == ("50%", "warn")
     assert figure(204 / 414) == Figure("49%", "bad")  # 49.3 %: printed 49, red
 
 
@@ -38,7 +38,7 @@ def test_a_half_rounds_up_as_the_page_rounds_not_to_even():
 
 def test_each_level_starts_at_the_whole_percent_its_legend_names():
     assert LEVELS == (("good", 95), ("ok", 80), ("warn", 50), ("bad", 0))
-    assert [level(r) for r in (1.0, 0.95, 0.9449, 0.8, 0.7949, 0.5, 0.4949, 0.0)] == [
+    assert [figure(r).level for r in (1.0, 0.95, 0.9449, 0.8, 0.7949, 0.5, 0.4949, 0.0)] == [
         "good", "good", "ok", "ok", "warn", "warn", "bad", "bad"]
 
 

@@ -55,6 +55,8 @@ class CheckInput:
     reference: Exchange | None = None  # non-streamed answer to compare a stream with
     message: Message | None = attrs.field(init=False)  # the answer, reassembled once for every check
     surface: Surface = attrs.field(init=False)  # the API it went over
+    # Why the answer is none of the API's at all (``errors.not_an_answer``), or None: read once for every check.
+    not_served: str | None = attrs.field(init=False)
     request_text: str = attrs.field(init=False)  # the request as sent, serialised once for every marker look-up
 
     @message.default
@@ -64,6 +66,11 @@ class CheckInput:
     @surface.default
     def _surface(self) -> Surface:
         return surface_of(self.exchange.api)
+
+    @not_served.default
+    def _not_served(self) -> str | None:
+        ex = self.exchange
+        return not_an_answer(ex.http_status, ex.response, ex.raw_text, self.surface.answer_key)
 
     # marker -> whether the request holds it: one search of the request per distinct marker, however many fields
     # leak it (a follow-up with thousands of calls sends megabytes and its answer may leak in every argument).
@@ -157,9 +164,8 @@ def check_http_status(ev: CheckInput) -> Finding:
         return failed(ENGINE, f"the engine broke off its HTTP {ex.http_status} answer: {ex.error}", BROKEN_OFF)
     if ex.error is not None:
         return failed(INFRA, ex.error, TRANSPORT)
-    foreign = _not_an_answer(ev)
-    if foreign:
-        return failed(INFRA, foreign, NOT_SERVED)
+    if ev.not_served:
+        return failed(INFRA, ev.not_served, NOT_SERVED)
     if ev.expect.reject:
         if ex.http_status is not None and 400 <= ex.http_status < 500:
             return passed(f"rejected with HTTP {ex.http_status}")
@@ -203,11 +209,6 @@ def _not_json(text: Any) -> str | None:
     return None
 
 
-def _not_an_answer(ev: CheckInput) -> str | None:
-    ex = ev.exchange
-    return not_an_answer(ex.http_status, ex.response, ex.raw_text, ev.surface.answer_key)
-
-
 @check("WIRE_SHAPE")
 def check_wire_shape(ev: CheckInput) -> Finding:
     """WIRE_SHAPE: the body or a stream chunk is not the surface's valid answer (chat: tool_calls not a list, ...;
@@ -217,7 +218,7 @@ def check_wire_shape(ev: CheckInput) -> Finding:
     if ev.expect.reject and ev.surface.checks_error_shape and ex.http_status is not None and 400 <= ex.http_status < 500:
         problem = _not_json(ex.raw_text) or _schema_problem(ev, "error", ex.response)
         return failed(ENGINE, f"HTTP {ex.http_status} error body: {problem}") if problem else passed("error shape")
-    if not ex.ok or _not_an_answer(ev):
+    if not ex.ok or ev.not_served:
         return skipped("no answer")
     if ex.mode == "nonstream":
         problem = _not_json(ex.raw_text) or _schema_problem(ev, "completion", ex.response)

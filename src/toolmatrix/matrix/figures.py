@@ -51,11 +51,6 @@ def percent(rate: float | None) -> str:
     return figure(rate).text
 
 
-def level(rate: float | None) -> str:
-    """The colour of ``rate`` as printed (``good``, ``ok``, ``warn``, ``bad``; ``none`` for no rate)."""
-    return figure(rate).level
-
-
 def all_unsupported(counts: Mapping[str, int]) -> bool:
     """Verdict counts of which every one is ``unsupported``: nothing was judged, so no pass rate (not a 0 %)."""
     total = sum(counts.values())

@@ -41,7 +41,10 @@ def answer_said(status: int, body: bytes | str) -> str:
         parsed: Any = jsontext.loads(text)
     except ValueError:
         return f"HTTP {status} ({' '.join(text.split())[:100]!r})" if text.strip() else f"HTTP {status} (empty body)"
-    message = error_message(parsed)
+    return _with_message(status, error_message(parsed))
+
+
+def _with_message(status: int, message: str | None) -> str:
     return f"HTTP {status}: {message[:160]}" if message else f"HTTP {status}"
 
 
@@ -72,8 +75,8 @@ def not_an_answer(status: int | None, body: Any, raw_text: str | None, answer_ke
             return f"HTTP {status}: a JSON body that is no answer of this API (keys: {', '.join(list(body)[:6])})"
         return None
     message = error_message(body)
-    said = answer_said(status, raw_text) if raw_text is not None else f"HTTP {status}" + (f": {message[:160]}"
-                                                                                          if message else "")
+    # The body as the client kept it: parsed (its message read here, nothing serialised), or text.
+    said = answer_said(status, raw_text) if raw_text is not None else _with_message(status, message)
     if 400 <= status < 500 and UNKNOWN_MODEL.search(message or ""):
         return f"{said}: the server does not serve this model (check --model)"
     if status in (404, 405, 501):

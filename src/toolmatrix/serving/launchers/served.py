@@ -13,10 +13,10 @@ import difflib
 import attrs
 
 from toolmatrix.base import jsontext
-
 from toolmatrix.serving.launchers.base import NotServed
-from toolmatrix.wire.errors import UNKNOWN_MODEL, answer_said, hide, html_title
 from toolmatrix.serving.launchers.readiness import http_request
+from toolmatrix.wire.errors import UNKNOWN_MODEL, answer_said, hide, html_title
+
 
 @attrs.frozen
 class Served:
@@ -42,6 +42,11 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+def _refused(where: str, request: str, said: str) -> NotServed:
+    return NotServed(f"{where}: {request} was refused ({said}): give the server's key with --api-key-env NAME (the "
+                     f"name of the environment variable that holds it)")
+
+
 def check_served(base_url: str, model: str, api_key: str | None = None, timeout: float = 10.0,
                  answer_timeout: float = 30.0) -> str:
     """What the server at ``base_url`` serves, in one line for the run's header; raises ``NotServed`` naming
@@ -61,8 +66,7 @@ def _check_served(base_url: str, model: str, api_key: str | None, timeout: float
     except OSError as exc:
         raise NotServed(f"{where}: cannot connect ({exc})") from None
     if status in (401, 403):
-        raise NotServed(f"{where}: GET /models was refused ({answer_said(status, body)}): give the server's key "
-                          f"with --api-key-env NAME (the name of the environment variable that holds it)")
+        raise _refused(where, "GET /models", answer_said(status, body))
     if status >= 500:
         raise NotServed(f"{where}: GET /models answered {answer_said(status, body)}")
     served = Served.read(status, body)
@@ -78,17 +82,16 @@ def _check_served(base_url: str, model: str, api_key: str | None, timeout: float
     said = answer_said(status, answer)
     text = answer.decode("utf-8", errors="replace")
     if status in (401, 403):
-        raise NotServed(f"{where}: POST /chat/completions was refused ({said}): give the server's key with "
-                        f"--api-key-env NAME (the name of the environment variable that holds it)")
+        raise _refused(where, "POST /chat/completions", said)
     if served.ids is not None and (status == 404 or (400 <= status < 500 and UNKNOWN_MODEL.search(text))):
         close = difflib.get_close_matches(model, served.ids, n=1, cutoff=0.4)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise NotServed(f"--model {model}: the server at {base_url} does not serve it ({said}); it serves: "
-                          f"{', '.join(served.ids) or 'no model'}{hint}")
+                        f"{', '.join(served.ids) or 'no model'}{hint}")
     if served.ids is None and (status in (404, 405, 501) or html_title(text) is not None):
         raise NotServed(f"{where} is no OpenAI-compatible API: GET /models answered {served.said}, "
-                          f"POST /chat/completions {said} (the URL should end where /models and /chat/completions "
-                          f"are, e.g. http://host:8000/v1)")
+                        f"POST /chat/completions {said} (the URL should end where /models and /chat/completions "
+                        f"are, e.g. http://host:8000/v1)")
     if served.ids is not None and 200 <= status < 300:
         return f"{served.said}; answers to {model} too"
     return f"GET /models: {served.said}; a one-token request for {model}: {said}"
