@@ -27,7 +27,9 @@ from tests.helpers_engine import pytest_cmd
 from toolmatrix.base.exitcodes import NO_ANSWER
 from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, first_tool
-from toolmatrix.testing.hostile import HostileServer
+from toolmatrix.serving.launchers import NotServed
+from toolmatrix.serving.launchers.served import check_served
+from toolmatrix.testing.hostile import MODES, HostileServer
 
 USAGE_ERROR = 4
 # How each engine says it does not serve a model (its words, its status).
@@ -164,3 +166,16 @@ def test_a_key_the_server_refuses_is_named_before_any_case_runs_and_never_printe
     assert run.returncode == USAGE_ERROR, said
     assert "POST /chat/completions was refused (HTTP 401: Invalid key: Bearer [REDACTED])" in said, said
     assert key not in said and not (tmp_path / "out" / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_check_before_the_run_survives_a_hostile_server(mode):
+    """Its one-token request meets every hostile answer (never-ending, trickling, 50 MB, deep, not Unicode, the key
+    echoed): it returns or refuses in one line, in bounded time, and never prints the key."""
+    started = time.monotonic()
+    with HostileServer(mode) as server:
+        try:
+            said = check_served(server.base_url, "m", api_key="sk-hostile-9", timeout=2.0, answer_timeout=2.0)
+        except NotServed as exc:
+            said = str(exc)
+    assert time.monotonic() - started < 30 and "\n" not in said and "sk-hostile-9" not in said, said
