@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from toolmatrix.formats import get_family
+from toolmatrix.formats import all_families, get_family
 from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
@@ -16,7 +16,8 @@ from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.library.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
 from toolmatrix.serving.registry import load_engines
-from toolmatrix.replay.session import adapters, chat_template_kwargs, parse_request, reasoning_style, replay_engine
+from toolmatrix.replay.session import (ReasoningChoice, adapters, chat_template_kwargs, parse_request, reasoning_choice,
+                                      reasoning_style, replay_engine)
 from toolmatrix.records import ReplayInfo, read_records
 from toolmatrix.replay.judge import judge_replay
 from toolmatrix.wire.answer import Cut
@@ -184,6 +185,53 @@ def test_an_outside_fixture_gets_the_reasoning_parser_its_models_server_runs(mod
     """An outside set names its model Qwen/Qwen3-8B, not qwen3: it got no reasoning parser, so its <think> stayed
     in content and SGLang and vLLM failed 176 fixtures their authors saw pass."""
     assert reasoning_style(outside(model, family, reasoning)) == style
+
+
+QWEN35_CALL = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+
+
+@pytest.mark.parametrize(("fields", "style", "why"), [
+    # A Qwen3.5 (unregistered here) writes Qwen3-Coder's calls after a prompt-opened <think>: every sign says so.
+    ({"family": "qwen3_coder", "model": "Qwen/Qwen3.6-27B", "generation_prompt": "<|im_start|>assistant\n<think>\n",
+      "text": "Let me look.\n</think>\n\n" + QWEN35_CALL, "reasoning": "Let me look."},
+     "qwen3", "its expected answer holds reasoning: qwen3_coder's thinking models are served with style qwen3"),
+    # Thinking off (the prompt opens and closes <think>): its server still runs the reasoning parser.
+    ({"family": "qwen3_coder", "model": "Qwen/Qwen3.6-27B",
+      "generation_prompt": "<|im_start|>assistant\n<think>\n\n</think>\n\n", "text": QWEN35_CALL},
+     "qwen3", "its generation prompt holds <think>: qwen3_coder's thinking models are served with style qwen3"),
+    # An expected answer with no reasoning, yet the text closes a thinking block: the text is evidence too.
+    ({"family": "kimi_k2", "model": "someone/kimi-finetune", "text": "</think>hello"},
+     "kimi_k2", "its text holds </think>: kimi_k2's thinking models are served with style kimi_k2"),
+    ({"family": "mistral_v11", "model": "someone/magistral-finetune", "text": "[THINK]x[/THINK]hello"},
+     "mistral", "its text holds [THINK]: mistral_v11's thinking models are served with style mistral"),
+    # The registry's thinking models by their hub names, with their serve recipes' styles.
+    ({"family": "glm47", "model": "zai-org/GLM-4.7", "text": "hello"},
+     "glm45", "the registered model glm4.7 reasons in style glm45"),
+    ({"family": "deepseek_v32", "model": "deepseek-ai/DeepSeek-V3.2", "text": "hello"},
+     "deepseek_v3", "the registered model deepseek-v3.2 reasons in style deepseek_v3"),
+    # Qwen3-Coder does not think, and nothing in its fixture says otherwise: no reasoning parser.
+    ({"family": "qwen3_coder", "model": "Qwen/Qwen3-Coder-30B-A3B-Instruct", "text": QWEN35_CALL},
+     None, "the registered model qwen3-coder does not think"),
+    ({"family": "json_lines", "model": "someone/own-model", "text": "hello", "reasoning": "hmm"},
+     None, "its expected answer holds reasoning, but no json_lines model thinks (families.yaml)"),
+    ({"family": "hermes", "model": "someone/own-model", "text": "hello", "reasoning_style": "qwen3"},
+     "qwen3", "the fixture names its reasoning style"),
+])
+def test_the_reasoning_parser_is_chosen_from_the_fixtures_evidence_then_model_then_family(fields, style, why):
+    """Outside fixtures of Qwen3.5/3.6, GLM-4.7, Kimi K2.6, DeepSeek V3.2 and Magistral got no reasoning parser
+    (their families' registered models do not think): ``</think>`` landed in content on SGLang and vLLM alike, two
+    thirds of the pairs that disagreed with their authors' verdicts. The choice says why, for the record."""
+    fields = dict(fields)
+    reasoning = fields.pop("reasoning", None)
+    data = {**GOOD, "id": "ext", **fields, "expected": {**GOOD["expected"], "reasoning": reasoning}}
+    assert reasoning_choice(Fixture.from_dict(data)) == ReasoningChoice(style, why)
+
+
+def test_every_familys_thinking_style_is_served_by_some_engine() -> None:
+    """A family's thinking style names the engines' reasoning_args key its models are served with: a typo would
+    silently give every engine no reasoning parser."""
+    styles = {style for spec in load_engines().values() for style in spec.reasoning_args}
+    assert {f.id: f.thinking.style for f in all_families() if f.thinking and f.thinking.style not in styles} == {}
 
 
 @pytest.mark.parametrize(("family", "reasoning", "kwargs"), [

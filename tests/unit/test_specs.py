@@ -272,7 +272,8 @@ def test_a_converted_folder_needs_a_gguf_and_templates_must_exist(copy):
 
 def test_problems_in_both_files_are_reported_together(copy):
     edit(copy / "engines" / "tgi.yaml", "port: 80", "port: eighty")
-    edit(copy / "engines" / "models.yaml", "    family: kimi_k2", "    family: kimi")
+    edit(copy / "engines" / "models.yaml", "    family: kimi_k2\n    weights:\n      hf: {repo: moonshotai/Kimi-K2-Instruct-0905}",
+         "    family: kimi\n    weights:\n      hf: {repo: moonshotai/Kimi-K2-Instruct-0905}")
     problems = errors(copy)
     assert len(problems) == 2
     assert "tgi.yaml" in problems[0] and "$.port" in problems[0]

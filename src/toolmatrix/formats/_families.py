@@ -28,6 +28,16 @@ class FamiliesError(ValueError):
 
 
 @attrs.frozen
+class Thinking:
+    """How a thinking model of a family is served, and the markers that show in its text that it thinks."""
+
+    style: str
+    """The reasoning style its model cards' serve commands run: a key of the engines' ``reasoning_args``."""
+    opens: str
+    closes: str | None = None
+
+
+@attrs.frozen
 class Family:
     """A native tool-call format."""
 
@@ -45,6 +55,8 @@ class Family:
     """Name of the reference parser in `PARSERS`."""
     thinking_key: str | None = None
     """The chat_template_kwargs key a client turns its thinking on or off with; None: no such switch."""
+    thinking: Thinking | None = None
+    """None: no model of the family thinks."""
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -112,6 +124,7 @@ def _family(entry: dict[str, Any]) -> Family:
         call_openers=tuple(entry["call_openers"]),
         parser=entry["parser"],
         thinking_key=entry.get("thinking_key"),
+        thinking=Thinking(**entry["thinking"]) if "thinking" in entry else None,
     )
 
 

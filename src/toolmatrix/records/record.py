@@ -182,6 +182,8 @@ class ReplayInfo:
     family: str = ""
     fixture_source: str = ""
     tier: str = "replay"
+    parser_choice: str | None = None
+    """Why the reasoning parser is the one it is (the fixture's evidence, its registered model, its family)."""
 
 
 @compact

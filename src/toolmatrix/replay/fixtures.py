@@ -19,7 +19,7 @@ from toolmatrix.base.specs import validate_instance
 
 SCHEMA = "fixture.schema.json"
 _KNOWN = ("id", "family", "model", "text", "tools", "expected", "tags", "source", "reasoning_style", "token_ids",
-          "tokenizer")
+          "tokenizer", "generation_prompt")
 
 
 class FixtureError(ValueError):
@@ -55,6 +55,10 @@ class Fixture:
     """The model's output as token ids of ``tokenizer`` (a path, a record's tokenizer label or a model name), when
     the fixture carries them; None: text only."""
     tokenizer: str | None = None
+    generation_prompt: str | None = None
+    """The rendered prompt's last part, the assistant's opening (``<|im_start|>assistant\n<think>\n``), where the
+    fixture carries it: a prompt that opens (or opens and closes) the family's thinking says a thinking model wrote
+    the text, and its server runs a reasoning parser."""
     extra: Mapping[str, Any] = attrs.field(factory=dict)
     """Fields this version does not know, kept as read."""
 
@@ -68,6 +72,7 @@ class Fixture:
             tags=tuple(data.get("tags", ())), source=data.get("source", ""),
             reasoning_style=data.get("reasoning_style"),
             token_ids=tuple(data["token_ids"]) if "token_ids" in data else None, tokenizer=data.get("tokenizer"),
+            generation_prompt=data.get("generation_prompt"),
             extra={k: v for k, v in data.items() if k not in _KNOWN},
         )
 
@@ -84,6 +89,8 @@ class Fixture:
             out["token_ids"] = list(self.token_ids)
         if self.tokenizer is not None:
             out["tokenizer"] = self.tokenizer
+        if self.generation_prompt is not None:
+            out["generation_prompt"] = self.generation_prompt
         return {**out, **self.extra}
 
 

@@ -12,13 +12,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from toolmatrix.formats import get_family
+import attrs
+
+from toolmatrix.formats import Family, get_family
 from toolmatrix.serving.registry import EngineSpec, ModelSpec, load_engines, load_models
 from toolmatrix.records import REPLAY, Posted, Record, RecordWriter, ReplayInfo, Run, RunEngine, RunModel
 from toolmatrix.serving.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder
-from .adapters import ADAPTERS, Adapter, adapter_for
+from .adapters import ADAPTERS, Adapter, Support, adapter_for
 from .fixtures import Fixture
 from .judge import judge_replay
 from .protocol import WorkerClient
@@ -40,29 +42,57 @@ def _models() -> dict[str, ModelSpec]:
     return {**names, **registry}
 
 
-@functools.cache
-def _family_styles() -> dict[str, frozenset[str]]:
-    styles: dict[str, set[str]] = {}
-    for model in _models().values():  # a model under each of its names: the sets keep one of each
-        if model.reasoning:
-            styles.setdefault(model.family, set()).add(model.reasoning)
-    return {family: frozenset(found) for family, found in styles.items()}
+@attrs.frozen
+class ReasoningChoice:
+    """The reasoning style a server configured for the fixture's model runs (None: no reasoning parser), and why:
+    the record keeps the why beside the parser names."""
+
+    style: str | None
+    why: str
+
+
+def thinking_evidence(fixture: Fixture, family: Family) -> str | None:
+    """What in the fixture itself says a thinking model wrote it, or None: reasoning in its expected answer, the
+    family's thinking opener in its generation prompt (open, or opened and closed with thinking off: the server
+    runs its reasoning parser either way), or the family's thinking markers in its text."""
+    if fixture.expected.reasoning:
+        return "its expected answer holds reasoning"
+    thinking = family.thinking
+    if thinking is None:
+        return None
+    if fixture.generation_prompt and thinking.opens in fixture.generation_prompt:
+        return f"its generation prompt holds {thinking.opens}"
+    found = [marker for marker in (thinking.opens, thinking.closes) if marker and marker in fixture.text]
+    return f"its text holds {found[0]}" if found else None
+
+
+def reasoning_choice(fixture: Fixture) -> ReasoningChoice:
+    """The reasoning parser's style as a server configured for the fixture's model runs it: the fixture's own
+    style; else, where the fixture shows a thinking model wrote it, its registered model's style (by id or weights
+    repository) or its family's (families.yaml ``thinking``: a Qwen3.5 writing Qwen3-Coder's calls after a
+    prompt-opened ``<think>`` is served with ``--reasoning-parser qwen3`` though Qwen3-Coder does not think); else
+    its registered model's (None where it does not think); else none. An outside fixture names no style: without
+    its evidence read, a thinking model of a family whose registered models do not think got no reasoning parser,
+    its ``</think>`` landed in content and engines failed that a real server reads right."""
+    if fixture.reasoning_style is not None:
+        return ReasoningChoice(fixture.reasoning_style, "the fixture names its reasoning style")
+    family = get_family(fixture.family)
+    model = _models().get(fixture.model)
+    evidence = thinking_evidence(fixture, family)
+    if model is not None and (model.reasoning or evidence is None):
+        said = f"reasons in style {model.reasoning}" if model.reasoning else "does not think"
+        return ReasoningChoice(model.reasoning, f"the registered model {model.id} {said}")
+    if evidence is None:
+        return ReasoningChoice(None, "nothing in the fixture says a thinking model wrote it")
+    if family.thinking is None:
+        return ReasoningChoice(None, f"{evidence}, but no {family.id} model thinks (families.yaml)")
+    return ReasoningChoice(family.thinking.style,
+                           f"{evidence}: {family.id}'s thinking models are served with style {family.thinking.style}")
 
 
 def reasoning_style(fixture: Fixture) -> str | None:
-    """The reasoning parser a server configured for the fixture's model runs, as the live tier picks it: the
-    fixture's own style; else its registered model's (engines/models.yaml, by id or weights repository); else, for
-    a fixture whose expected answer holds reasoning (a reasoning model wrote it), the one style the registry's
-    reasoning models of its family share. None: no reasoning parser, as a server of a model that does not reason.
-    An outside fixture names no style, and without this got no reasoning parser: its reasoning stayed in content
-    and failed engines that a real server, configured for the model, reads right."""
-    if fixture.reasoning_style is not None:
-        return fixture.reasoning_style
-    model = _models().get(fixture.model)
-    if model is not None:
-        return model.reasoning
-    shared = _family_styles().get(fixture.family, frozenset())
-    return next(iter(shared)) if fixture.expected.reasoning and len(shared) == 1 else None
+    """The style of ``reasoning_choice``."""
+    return reasoning_choice(fixture).style
 
 
 def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
@@ -105,7 +135,8 @@ def chat_template_kwargs(fixture: Fixture) -> dict[str, bool]:
 def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) -> dict:
     """The worker request for one fixture: its text whole, and cut by each chunking."""
     family = get_family(fixture.family)
-    support = adapter.supports(fixture.family, reasoning_style(fixture))
+    choice = reasoning_choice(fixture)
+    support = adapter.supports(fixture.family, choice.style)
     cut = feeder.engine_tokens(fixture, family, adapter.detok, support.tool_parser, support.reasoning_parser)
     # The engine's detokenization of all the ids is the non-streamed text too; the ids go along (vLLM's parsers and
     # the Harmony readers take them, and the engines that decode by themselves start from them).
@@ -113,9 +144,17 @@ def parse_request(adapter: Adapter, fixture: Fixture, chunkings: Iterable[str]) 
     ids = [token for _, piece_ids in cut.pieces for token in piece_ids or ()] if cut.path is not None else None
     return {"op": "parse", "text": text, "token_ids": ids, "tools": list(fixture.tools),
             "tool_parser": support.tool_parser, "reasoning_parser": support.reasoning_parser,
-            "tokenizer": str(cut.path or ""), "detok": cut.label,
+            "tokenizer": str(cut.path or ""), "detok": cut.label, "parser_choice": _parser_choice(adapter, support, choice),
             "family": fixture.family, "chat_template_kwargs": chat_template_kwargs(fixture),
             "streams": {c: feeder.chunk(text, family, c, fixture.id, fixture.model, cut) for c in chunkings}}
+
+
+def _parser_choice(adapter: Adapter, support: Support, choice: ReasoningChoice) -> str:
+    """The record's word on why its reasoning parser is the one it is."""
+    said = f"reasoning parser {support.reasoning_parser or 'none'}: {choice.why}"
+    if choice.style and support.reasoning_parser is None:
+        said += f" ({adapter.engine} has no reasoning parser for style {choice.style})"
+    return said
 
 
 def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, version: str,
@@ -131,7 +170,8 @@ def records_of(answer: dict, request: dict, adapter: Adapter, fixture: Fixture, 
 
     def info(chunking: str) -> ReplayInfo:  # every chunking's text is the engine's detokenization: each says how
         return ReplayInfo(adapter.engine, version, request["tool_parser"] or "", chunking,
-                          request["reasoning_parser"], request["detok"], fixture.family, fixture.source)
+                          request["reasoning_parser"], request["detok"], fixture.family, fixture.source,
+                          parser_choice=request["parser_choice"])
 
     yield judge_replay(fixture, family, whole, None, info("none"), run_id, "nonstream")
     for chunking in request["streams"]:
