@@ -103,12 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     from toolmatrix.library import casetable
     casetable.register(sub)
     from toolmatrix import matrix
-    from toolmatrix.cli import demo
+    from toolmatrix.cli import demo, releases
     from toolmatrix.library import bfcl
     from toolmatrix.report import gate, show
     from toolmatrix.scale import plan
     bfcl.register(sub)
     demo.register(sub)
+    releases.register(sub)
     matrix.register(sub)
     gate.register(sub)
     plan.register(sub)

@@ -211,6 +211,16 @@ class ReplaySpec:
                    pip=tuple(tuple(step) for step in data.get("pip", ())))
 
 
+@attrs.frozen
+class ReleasesSpec:
+    """Where an engine's releases are published (spec ``releases``): its package on the index, or why none."""
+
+    package: str | None = None
+    unindexed: str | None = None
+    held: Mapping[str, str] = attrs.field(factory=dict)
+    """A release -> why the pins stay behind it while it is the newest."""
+
+
 @attrs.frozen(kw_only=True)
 class EngineSpec:
     id: str
@@ -237,6 +247,7 @@ class EngineSpec:
     served_model: str = "{served_name}"
     notes: str = ""
     evidence: EvidenceSpec = attrs.field(factory=EvidenceSpec.from_dict)
+    releases: ReleasesSpec | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: Path) -> EngineSpec:
@@ -261,6 +272,7 @@ class EngineSpec:
             cannot_replay=data.get("replay", {}).get("cannot_replay"),
             replay=ReplaySpec.from_dict(data.get("replay", {})),
             evidence=EvidenceSpec.from_dict(data.get("evidence")),
+            releases=ReleasesSpec(**data["releases"]) if "releases" in data else None,
         )
 
     @property
