@@ -24,9 +24,9 @@ from pathlib import Path
 
 from bench_harness import run_suite
 
+from toolmatrix.records import read_records
 from toolmatrix.serving.launchers import ProcessLauncher
 from toolmatrix.serving.registry import data_root, load_engines, load_models
-from toolmatrix.records import read_records
 
 MODEL = "qwen2.5-coder-0.5b"
 

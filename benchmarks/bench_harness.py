@@ -31,9 +31,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from toolmatrix.records import read_records
 from toolmatrix.serving.launchers import ProcessLauncher
 from toolmatrix.serving.registry import data_root, load_engines, load_models
-from toolmatrix.records import read_records
 from toolmatrix.testing.fake import FakeServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]

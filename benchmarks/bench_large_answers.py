@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
-from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CheckInput, run_checks
+from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).resolve().parents[1]

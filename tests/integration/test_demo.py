@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.cli import main
-from toolmatrix.library.cases import load_cases
 from toolmatrix.cli import demo as demo_module
+from toolmatrix.cli import main
 from toolmatrix.cli.demo import ENGINE_BUGS, MODEL_MISTAKE, DemoRun, unanswered
-from toolmatrix.serving.registry import data_root
+from toolmatrix.library.cases import load_cases
 from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root
 
 # bug or mistake category -> the check its failures fail first, and the modes it shows in (the stream bug's only
 # in the stream)

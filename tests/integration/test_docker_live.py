@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import interruptible, read_until
+from toolmatrix.records import check_results, read_records
 from toolmatrix.serving.launchers.docker import LABEL_OWNER, LABEL_PAIR, LABEL_RUN
 from toolmatrix.serving.launchers.process import find_binary
 from toolmatrix.serving.registry import load_engines, load_models
-from toolmatrix.records import read_records, check_results
 
 pytestmark = pytest.mark.live  # never beside another engine: 2 cores
 ROOT = Path(__file__).parents[2]

@@ -12,10 +12,10 @@ import subprocess
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.library.cases import load_cases
 from toolmatrix.base.exitcodes import ENGINE_DIED
+from toolmatrix.library.cases import load_cases
+from toolmatrix.records import check_results, read_records
 from toolmatrix.serving.registry import data_root
-from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import DIED
 
 LIBRARY = load_cases([data_root() / "cases"])

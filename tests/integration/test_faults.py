@@ -12,14 +12,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from toolmatrix.library.cases import load_cases
+from toolmatrix.formats import get_family
 from toolmatrix.judge.checks import CHECKS
+from toolmatrix.library.cases import load_cases
 from toolmatrix.live.client import Target, make_client, make_http
 from toolmatrix.live.evidence import Witness, read_template
-from toolmatrix.serving.registry import EvidenceSpec, load_engines
-from toolmatrix.formats import get_family
-from toolmatrix.records import CheckResult, Record
 from toolmatrix.live.runner import EvidenceMode, Runner
+from toolmatrix.records import CheckResult, Record
+from toolmatrix.serving.registry import EvidenceSpec, load_engines
 from toolmatrix.testing.fake import FAULTS, FakeServer, Reply, model_wrote
 from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 

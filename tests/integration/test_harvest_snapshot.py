@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.agreement import agreement
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
+from toolmatrix.serving.registry import data_root, load_engines
 
 SNAPSHOT = [data_root() / "results" / "cpu-qwen2.5-coder", data_root() / "results" / "cpu-gemma3-270m"]
 TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")

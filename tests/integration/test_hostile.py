@@ -19,10 +19,10 @@ import pytest
 
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.base.exitcodes import NO_ANSWER
-from toolmatrix.live import runner as runner_module
-from toolmatrix.library.cases import load_cases
-from toolmatrix.live.client import Target, make_client
 from toolmatrix.formats import get_family
+from toolmatrix.library.cases import load_cases
+from toolmatrix.live import runner as runner_module
+from toolmatrix.live.client import Target, make_client
 from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply, first_tool
 from toolmatrix.testing.hostile import MODES, HostileServer

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from toolmatrix.records import check_results, read_records
 from toolmatrix.serving.launchers.process import find_binary, venv_dir
 from toolmatrix.serving.registry import load_engines, load_models
-from toolmatrix.records import read_records, check_results
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]

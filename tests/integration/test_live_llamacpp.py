@@ -22,10 +22,10 @@ import attrs
 import pytest
 
 from tests.helpers_engine import interruptible, read_until
-from toolmatrix.library.cases import load_cases
 from toolmatrix.base.exitcodes import ENGINE_DIED
+from toolmatrix.library.cases import load_cases
+from toolmatrix.records import RECORDS, check_results, read_records
 from toolmatrix.serving.registry import cache_dir, data_root, load_models
-from toolmatrix.records import RECORDS, read_records, check_results
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).parents[2]
@@ -198,7 +198,7 @@ def test_malformed_case_file_stops_before_any_request(tmp_path):
                    "    expect: {calls: [{name: nope}]}\n")
     proc = subprocess.run(pytest_cmd("--cases", str(bad)), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 4  # pytest's usage error
-    line = next(l for l in proc.stderr.splitlines() if "bad.yaml" in l)
+    line = next(text for text in proc.stderr.splitlines() if "bad.yaml" in text)
     assert "mine.one" in line and "$.cases[0].expect.calls[0].name" in line and "not an offered tool" in line
     assert "ready at" not in proc.stdout and llama_servers() == []
 

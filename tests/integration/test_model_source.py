@@ -8,7 +8,7 @@ import os
 import subprocess
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.records import read_records, check_results
+from toolmatrix.records import check_results, read_records
 
 
 def test_single_pair_with_a_gguf_path(tmp_path):

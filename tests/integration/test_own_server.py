@@ -26,9 +26,9 @@ import pytest
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.base.exitcodes import NO_ANSWER
 from toolmatrix.records import read_records
-from toolmatrix.testing.fake import FakeServer, first_tool
 from toolmatrix.serving.launchers import NotServed
 from toolmatrix.serving.launchers.served import check_served
+from toolmatrix.testing.fake import FakeServer, first_tool
 from toolmatrix.testing.hostile import MODES, HostileServer
 
 USAGE_ERROR = 4

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.library.cases import load_cases
+from toolmatrix.records import check_results, read_records
 from toolmatrix.serving.registry import data_root
-from toolmatrix.records import read_records, check_results
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 ROOT = Path(__file__).parents[2]

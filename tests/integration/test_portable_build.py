@@ -20,7 +20,13 @@ import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
 from toolmatrix.serving.launchers import ProcessLauncher
-from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary, install_binary, venv_dir
+from toolmatrix.serving.launchers.process import (
+    binary_override_var,
+    build_record,
+    find_binary,
+    install_binary,
+    venv_dir,
+)
 from toolmatrix.serving.registry import load_engines, load_models
 
 ENGINE, MODEL = load_engines()["llamacpp"], load_models()["qwen2.5-coder-0.5b"]

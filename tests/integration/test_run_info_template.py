@@ -10,8 +10,6 @@ import json
 import os
 import subprocess
 
-import pytest
-
 from tests.helpers_engine import pytest_cmd, stand_in
 from toolmatrix.serving.registry import load_models
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 from tests.integration.test_plugin_fake import run_pytest
-from toolmatrix.records import check_results, read_records
 from toolmatrix.live.sampling import sample_seed
+from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, Reply
-
 
 SEED_2 = sample_seed("single.get_weather_paris", 2)
 

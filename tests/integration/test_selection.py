@@ -18,10 +18,9 @@ import yaml
 
 from tests.helpers_engine import pytest_cmd
 from toolmatrix.library.cases import CaseShard, load_cases
-from toolmatrix.serving.registry import data_root
 from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root
 from toolmatrix.testing.fake import FakeServer, first_tool
-
 
 # A plugin that runs every stream item before its non-streamed twin, as a shuffling plugin may.
 STREAM_FIRST = '''

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers_engine import interruptible, pytest_cmd, read_until, stand_in
 from toolmatrix.base.exitcodes import ENGINE_DIED
-from toolmatrix.records import read_records, check_results
+from toolmatrix.records import check_results, read_records
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 SUBSET = ["-k", "single"]  # 16 items a pair: enough to see each pair run

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration import test_faults
+from tests.integration.test_faults import BOTH, CASES, CORRECT, NONSTREAM, STREAM, first_failure, run_case
 from toolmatrix.testing.fake import FakeServer, Reply
 from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 from toolmatrix.wire.surfaces import MESSAGES, RESPONSES
 
-from tests.integration.test_faults import (  # noqa: F401 - server: the fault tests' fake, a fixture here too
-    BOTH, CASES, CORRECT, NONSTREAM, STREAM, first_failure, run_case, server)
+server = test_faults.server  # the fault tests' fake, a fixture here too
 
 SURFACES = (RESPONSES, MESSAGES)
 FAULT_CASES = Path(__file__).parents[1] / "data" / "fault_cases.yaml"
@@ -114,9 +115,9 @@ HOSTILE_INDEX_STREAMS = {
 @pytest.mark.parametrize("api", SURFACES)
 def test_an_index_that_is_a_list_or_an_object_is_the_engines_wire_shape(api):
     """Not a harness error: the events are read (their keys made hashable) and wire_shape blames the engine."""
+    from toolmatrix.formats import get_family
     from toolmatrix.judge.checks import CheckInput, run_checks
     from toolmatrix.wire.exchange import Exchange
-    from toolmatrix.formats import get_family
 
     exchange = Exchange("stream", {}, http_status=200, chunks=tuple(HOSTILE_INDEX_STREAMS[api]), api=api)
     checks = run_checks(CheckInput(CASES["single"], exchange, get_family("hermes"), CASES["single"].expect))
@@ -182,7 +183,6 @@ def test_a_surface_the_engine_does_not_serve_is_unsupported_with_the_reason(serv
 @pytest.fixture(scope="module")
 def surfaces_run(tmp_path_factory):
     from tests.integration.test_plugin_fake import run_pytest
-
     from toolmatrix.testing.fake import first_tool
 
     results = tmp_path_factory.mktemp("surfaces")

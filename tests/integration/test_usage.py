@@ -13,7 +13,6 @@ from tests.helpers_engine import pytest_cmd
 from toolmatrix.testing.fake import FakeServer, first_tool
 
 
-
 @pytest.fixture(scope="module")
 def fake():
     with FakeServer(first_tool) as server:

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.helpers_engine import pytest_cmd, stand_in
-from toolmatrix.records import read_records, check_results
+from toolmatrix.records import check_results, read_records
 
 DELAY_S = 2.0  # each answer of the stand-in engine: long enough to kill a worker mid-case
 

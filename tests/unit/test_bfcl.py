@@ -11,15 +11,15 @@ import importlib.metadata
 import json
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
+from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.library import bfcl
 from toolmatrix.library.cases import Case, load_cases
-from toolmatrix.judge.checks import CheckInput, run_checks
-from toolmatrix.formats import get_family
 from toolmatrix.wire.exchange import Exchange
 
 ROOT = Path(__file__).parents[2]

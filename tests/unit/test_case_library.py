@@ -7,11 +7,11 @@ import importlib.util
 import re
 from pathlib import Path
 
-from toolmatrix.library.casetable import table
-from toolmatrix.library.cases import load_cases
-from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.base.features import NOT_THINKING, REASONING
 from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
+from toolmatrix.library.cases import load_cases
+from toolmatrix.library.casetable import table
 from toolmatrix.serving.registry import data_root, load_engines, load_models
 from toolmatrix.wire.exchange import Exchange
 

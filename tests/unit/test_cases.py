@@ -8,9 +8,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.helpers_malformed import CASE_HEAD, GOOD_TOOL, MALFORMED_CASES, case_file, expecting
+from toolmatrix.base.specs import SpecErrors, load_schema, unknown_operator
 from toolmatrix.library.cases import load_cases
 from toolmatrix.serving.registry import data_root
-from toolmatrix.base.specs import SpecErrors, load_schema, unknown_operator
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -66,16 +66,16 @@ def test_every_problem_is_reported_at_once(tmp_path):
     two = write(tmp_path, "b.yaml", "schema_version: 1\ncategory: b\ncases:\n  - id: b.y\n    tools: [nowhere.tool]\n"
                                     "    messages: [{role: user, content: hi}]\n    expect: {no_call: true}\n")
     lines = errors_of(one, two)
-    assert any("a.yaml:5: a.x: $.cases[0].messages" in l for l in lines)
-    assert any("b.yaml:5: b.y: $.cases[0].tools[0]: unknown tool 'nowhere.tool'" in l for l in lines)
+    assert any("a.yaml:5: a.x: $.cases[0].messages" in line for line in lines)
+    assert any("b.yaml:5: b.y: $.cases[0].tools[0]: unknown tool 'nowhere.tool'" in line for line in lines)
 
 
 def test_duplicate_ids_and_wrong_category_prefix(tmp_path):
     text = "schema_version: 1\ncategory: a\ncases:\n" + "".join(
         f"  - id: {cid}\n    messages: [{{role: user, content: hi}}]\n    expect: {{no_call: true}}\n" for cid in ("a.x", "a.x", "b.z"))
     lines = errors_of(write(tmp_path, "a.yaml", text))
-    assert any("a.x: $.cases[1].id: duplicate case id" in l for l in lines)
-    assert any("b.z: $.cases[2].id: id must start with the file's category 'a'" in l for l in lines)
+    assert any("a.x: $.cases[1].id: duplicate case id" in line for line in lines)
+    assert any("b.z: $.cases[2].id: id must start with the file's category 'a'" in line for line in lines)
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

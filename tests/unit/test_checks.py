@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-
-import attrs
 from pathlib import Path
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmatrix.library.cases import load_cases
-from toolmatrix.judge.checks import CHECKS, CheckInput, judge, run_checks, value_matches
 from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CHECKS, CheckInput, judge, run_checks, value_matches
+from toolmatrix.library.cases import load_cases
 from toolmatrix.wire.chat import assemble_stream
 from toolmatrix.wire.exchange import Exchange
 

@@ -16,9 +16,9 @@ import pytest
 
 from tests.helpers_results import suite, write_results
 from toolmatrix.cli import main
-from toolmatrix.report.gate import EXIT_INPUT
 from toolmatrix.matrix import build_matrix
 from toolmatrix.records import ResultsError, check_results, read_outcomes, read_records, read_run_info
+from toolmatrix.report.gate import EXIT_INPUT
 
 VERDICTS = {"single.a": "pass", "single.b": "pass/fail", "parallel.c": "fail", "parallel.d": "pass"}
 

@@ -17,10 +17,16 @@ from docker.errors import APIError, ImageNotFound, NotFound
 
 from toolmatrix.serving.launchers import LAUNCHERS, LaunchError
 from toolmatrix.serving.launchers import docker as docker_launcher
-from toolmatrix.serving.launchers.readiness import field_values
 from toolmatrix.serving.launchers.docker import (
-    LABEL_OWNER, LABEL_PAIR, LABEL_RUN, DockerLauncher, cleanup_stale, container_config, split_image,
+    LABEL_OWNER,
+    LABEL_PAIR,
+    LABEL_RUN,
+    DockerLauncher,
+    cleanup_stale,
+    container_config,
+    split_image,
 )  # fmt: skip
+from toolmatrix.serving.launchers.readiness import field_values
 from toolmatrix.serving.registry import load_registry
 
 ENGINES, MODELS = load_registry()

@@ -5,11 +5,11 @@ ones run from the docs' own text in a scratch checkout, the rest listed with why
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import io
 import json
 import os
-import functools
 import re
 import shlex
 import shutil

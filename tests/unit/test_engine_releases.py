@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.serving.registry import EngineSpec, load_engines
-from toolmatrix.serving.launchers.process import venv_dir
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.serving.launchers.process import venv_dir
+from toolmatrix.serving.registry import EngineSpec, load_engines
 
 ENGINES = load_engines()
 RESULTS = Path(__file__).parents[2] / "results"

@@ -7,11 +7,11 @@ import subprocess
 import sys
 
 from tests.helpers_results import record
-from toolmatrix.live.enginewatch import EngineWatch
 from toolmatrix.base.exitcodes import describe_exit, meaning
-from toolmatrix.serving.launchers import ExternalLauncher
-from toolmatrix.records import Posted
 from toolmatrix.base.specs import validate_instance
+from toolmatrix.live.enginewatch import EngineWatch
+from toolmatrix.records import Posted
+from toolmatrix.serving.launchers import ExternalLauncher
 
 
 class StubLauncher:

@@ -20,9 +20,9 @@ from toolmatrix.cli import main
 from toolmatrix.scale.executors import EmitError
 from toolmatrix.scale.executors.github import CHECKOUT, SETUP_PYTHON, UPLOAD, artifact_name, workflow
 from toolmatrix.scale.executors.kubernetes import FINISHED_IS_SUCCESS, job_name, manifests
+from toolmatrix.scale.shards import Plan, Shard, plan_shards, safe_name, with_options
 from toolmatrix.serving.launchers.docker import container_config
 from toolmatrix.serving.registry import load_registry
-from toolmatrix.scale.shards import Plan, Shard, plan_shards, safe_name, with_options
 
 ENGINES, MODELS = load_registry()
 PAIRS = {"engines": ["llamacpp", "vllm"], "models": ["qwen2.5-coder-0.5b", "qwen3"]}

@@ -13,9 +13,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from toolmatrix.base.specs import load_schema
 from toolmatrix.formats import FamiliesError, Family, ParsedCall, ParseResult, all_families, get_family, load_families
 from toolmatrix.formats._families import FAMILIES_PATH
-from toolmatrix.base.specs import load_schema
 
 REQUIRED_IDS = (
     "hermes", "qwen3_coder", "llama3_json", "pythonic", "llama4", "mistral_v3", "mistral_v11", "harmony",

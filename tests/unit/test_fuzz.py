@@ -12,12 +12,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from toolmatrix.library.cases import load_case_text, load_cases
-from toolmatrix.judge.checks import CheckInput, judge, run_checks
-from toolmatrix.formats import get_family
-from toolmatrix.live.runner import Profile, build_request
 from toolmatrix.base.specs import SpecErrors
+from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
+from toolmatrix.library.cases import load_case_text, load_cases
 from toolmatrix.library.fuzz import case_file, draw_scenario, fuzz_cases, fuzz_entries
+from toolmatrix.live.runner import Profile, build_request
 from toolmatrix.wire.exchange import Exchange
 
 HERMES = get_family("hermes")

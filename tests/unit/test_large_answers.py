@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolmatrix.judge import checks
-from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
-from toolmatrix.judge.checks import CheckInput, run_checks
 from toolmatrix.formats import get_family
+from toolmatrix.judge import checks
+from toolmatrix.judge.checks import CheckInput, run_checks
+from toolmatrix.library.cases import CallExpectation, Expectation, load_cases
 from toolmatrix.wire.answer import Call
 from toolmatrix.wire.exchange import Exchange
 

@@ -15,8 +15,8 @@ from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.cell import key_flags
 from toolmatrix.matrix.detail import expectation_diff, failure_detail
-from toolmatrix.records import Run, RunEngine, RunModel, repro_command, repro_prefix
 from toolmatrix.matrix.page import embed_json, md_text
+from toolmatrix.records import Run, RunEngine, RunModel, repro_command, repro_prefix
 
 DAY1, DAY2, DAY3 = (f"2026-01-0{d}T10:00:00+00:00" for d in (1, 2, 3))
 

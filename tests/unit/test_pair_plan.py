@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.base.exitcodes import ENGINE_DIED, worst
-from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.scale.pairs import Pair, child_args, plan_pairs
+from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.serving.registry import load_engines
 
 

@@ -8,10 +8,24 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_results import record, write_results
-from toolmatrix.report.gate import EXIT_PASS, run_gate
 from toolmatrix.matrix import build_matrix
-from toolmatrix.records import (Blame, CheckOutcome, Posted, Record, RecordWriter, ResultsError, Run, RunEngine,
-                                RunModel, Verdict, check_results, read_records, read_run_info, transcript)
+from toolmatrix.records import (
+    Blame,
+    CheckOutcome,
+    Posted,
+    Record,
+    RecordWriter,
+    ResultsError,
+    Run,
+    RunEngine,
+    RunModel,
+    Verdict,
+    check_results,
+    read_records,
+    read_run_info,
+    transcript,
+)
+from toolmatrix.report.gate import EXIT_PASS, run_gate
 from toolmatrix.wire.answer import Cut
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import MESSAGES, RESPONSES

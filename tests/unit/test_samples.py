@@ -12,12 +12,12 @@ import pytest
 import toolmatrix
 from tests.helpers_results import record, write_results
 from toolmatrix.cli import main
-from toolmatrix.report.gate import EXIT_FAILED, EXIT_PASS, run_gate
+from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
 from toolmatrix.matrix import build_matrix
-from toolmatrix.report.passk import sample_stats, wilson
 from toolmatrix.plugin.keys import ItemKey, item_key
 from toolmatrix.records import Outcome, Verdict, check_results, fold, read_records
-from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, Sampling, sample_seed, sample_suffix
+from toolmatrix.report.gate import EXIT_FAILED, EXIT_PASS, run_gate
+from toolmatrix.report.passk import sample_stats, wilson
 
 
 @pytest.mark.parametrize(("successes", "n", "low", "high"), [

@@ -7,14 +7,14 @@ import io
 import tarfile
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.helpers_results import record, write_results
-from toolmatrix.library.cases import CaseShard, load_cases
+from toolmatrix.library.cases import CaseShard, case_shard, load_cases
 from toolmatrix.scale.executors.ray import _pack, file_results, task_options
-from toolmatrix.library.cases import case_shard
-from toolmatrix.serving.registry import data_root
 from toolmatrix.scale.shards import PlanError, new_batch, plan_shards
+from toolmatrix.serving.registry import data_root
 
 
 def test_one_shard_per_pair_slice_and_repeat_each_with_its_own_command_and_folder():

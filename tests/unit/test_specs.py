@@ -10,15 +10,26 @@ from pathlib import Path
 import attrs
 import pytest
 
+from toolmatrix.base.features import CASE_FEATURES, CHECK_GAPS, FEATURES
+from toolmatrix.base.specs import SpecErrors, load_schema
+from toolmatrix.formats import get_family
+from toolmatrix.judge.checks import CHECKS
 from toolmatrix.library.cases import load_cases
 from toolmatrix.replay.detok import Detok
-from toolmatrix.judge.checks import CHECKS
-from toolmatrix.base.features import CASE_FEATURES, CHECK_GAPS, FEATURES
-from toolmatrix.formats import get_family
 from toolmatrix.serving.launchers.docker import Mount
-from toolmatrix.serving.registry import (ANY_FAMILY, WEIGHTS_KINDS, DockerSpec, EngineSpec, ReadinessStep, ReplaySpec, data_root, load_engines,
-                                 load_models, load_registry, resolve_model)
-from toolmatrix.base.specs import SpecErrors, load_schema
+from toolmatrix.serving.registry import (
+    ANY_FAMILY,
+    WEIGHTS_KINDS,
+    DockerSpec,
+    EngineSpec,
+    ReadinessStep,
+    ReplaySpec,
+    data_root,
+    load_engines,
+    load_models,
+    load_registry,
+    resolve_model,
+)
 
 ENGINES, MODELS = load_registry()
 SEED_ENGINES = {"vllm", "sglang", "llamacpp", "ollama", "tgi", "lmdeploy", "trtllm", "tabbyapi", "mlc", "ovms", "dynamo"}

@@ -114,7 +114,11 @@ def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped in ``toolmatrix/schemas/``, with the feature vocabulary filled in."""
-    return fill_vocabulary(json.loads(resources.files("toolmatrix.schemas").joinpath(name).read_text(encoding="utf-8")))
+    text = resources.files("toolmatrix.schemas").joinpath(name).read_text(encoding="utf-8")
+    schema = fill_vocabulary(json.loads(text))
+    if not isinstance(schema, dict):  # every shipped schema is an object
+        raise ValueError(f"toolmatrix/schemas/{name} is not a JSON Schema object")
+    return schema
 
 
 @cache
@@ -132,10 +136,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return error.message
     value = json.dumps(error.instance, ensure_ascii=False, default=str)
     if error.validator == "enum" and len(error.message) >= 120:  # a vocabulary: name what would do, readably
-        return f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+        options: Any = error.validator_value  # set on every error a validator yields (the stubs allow it unset)
+        return f"{error.instance!r} is not one of {', '.join(map(str, options))}"
     if len(value) > 60:
         value = value[:57] + "..."
-    return f"{error.message if len(error.message) < 120 else error.validator + ' failed'} (got {value})"
+    return f"{error.message if len(error.message) < 120 else str(error.validator) + ' failed'} (got {value})"
 
 
 def schema_errors(doc: YamlDoc, schema_name: str, where_of=None) -> list[SpecError]:
@@ -154,7 +159,7 @@ def schema_errors(doc: YamlDoc, schema_name: str, where_of=None) -> list[SpecErr
     errors = []
     for error in sorted(_validator(schema_name).iter_errors(doc.data), key=lambda e: list(map(str, e.path))):
         # anyOf/oneOf failures: report the most specific sub-error, it names the real field.
-        best = jsonschema.exceptions.best_match([error]) if error.context else error
+        best = (jsonschema.exceptions.best_match([error]) if error.context else None) or error  # never None: one given
         best, message = unknown_operator(best) or (best, _describe(best))
         path = tuple(best.absolute_path)
         errors.append(doc.error(path, message, _where(where_of, path)))
@@ -167,13 +172,15 @@ def unknown_operator(error: jsonschema.ValidationError) -> tuple[jsonschema.Vali
     branch wanted. Of ``error`` and the choices it lies in, the innermost such."""
     while error is not None:
         operators = _operator_keys(error)  # [] unless the instance is an object
-        unknown = [k for k in error.instance if k not in operators] if operators else []
+        instance: Any = error.instance  # a validated value: set on every error (the stubs allow it unset)
+        unknown = [k for k in instance if k not in operators] if operators else []
         if unknown:
             return error, f"unknown key {unknown[0]!r}: expected one of {', '.join(operators)}"
-        if operators and len(error.instance) != 1:
-            given = " and ".join(map(repr, error.instance)) + " together" if error.instance else "an empty object"
+        if operators and len(instance) != 1:
+            given = " and ".join(map(repr, instance)) + " together" if instance else "an empty object"
             return error, f"{given}: expected one of {', '.join(operators)}"
-        error = error.parent
+        # A ValidationError's parent is one too; the stubs type it as the base class.
+        error = error.parent  # type: ignore[assignment]
     return None
 
 
@@ -183,7 +190,8 @@ def _operator_keys(error: jsonschema.ValidationError) -> list[str]:
     if error.validator not in ("anyOf", "oneOf") or not isinstance(error.instance, dict):
         return []
     keys = []
-    for branch in error.validator_value:
+    branches: Any = error.validator_value  # the anyOf/oneOf list (the stubs allow it unset)
+    for branch in branches:
         if branch.get("additionalProperties") is False and len(branch.get("required", ())) == 1:
             keys.append(branch["required"][0])
         elif not _refuses_objects(branch):

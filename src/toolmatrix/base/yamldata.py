@@ -12,12 +12,20 @@ such construct is refused with the JSON path and the line where it stands.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import yaml
-from yaml.events import (AliasEvent, DocumentEndEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
-                         SequenceEndEvent, SequenceStartEvent, StreamEndEvent)
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import ScalarNode
 
 JsonPath = tuple[str | int, ...]
@@ -169,11 +177,12 @@ class _Builder:
         self._remember(done.anchor, done.value, self.count - done.first)
 
     def _alias(self, event: AliasEvent) -> None:
-        if event.anchor not in self.anchors:
-            opened = any(frame.anchor == event.anchor for frame in self.stack)
-            self._stop(self._slot(), event, f"alias *{event.anchor} " + ("is inside its own anchor" if opened else
-                                                                         "names no anchor before it"))
-        value, size = self.anchors[event.anchor]
+        anchor = event.anchor
+        if anchor is None or anchor not in self.anchors:
+            opened = any(frame.anchor == anchor for frame in self.stack)
+            self._stop(self._slot(), event, f"alias *{anchor} " + ("is inside its own anchor" if opened else
+                                                                   "names no anchor before it"))
+        value, size = self.anchors[anchor]
         self.aliased += size
         if self.aliased > MAX_ALIASED:  # an alias bomb: the walks over the data would never end
             self._stop(self._slot(), event, f"aliases expand to more than {MAX_ALIASED:,} values")
@@ -210,7 +219,9 @@ class _Builder:
         if not self.stack:
             return ()
         top = self.stack[-1]
-        return top.path + ((top.key,) if isinstance(top.value, dict) else (len(top.value),))
+        if isinstance(top.value, dict):  # no key yet (one being read): the mapping's own path, never a None in it
+            return top.path + ((top.key,) if top.key is not None else ())
+        return top.path + (len(top.value),)
 
     def _place(self, value: Any, event: Any, size: int) -> None:
         self.count += size
@@ -229,7 +240,7 @@ class _Builder:
     def _refuse(self, path: JsonPath, event: Any, message: str) -> None:
         self.refusals.append(Refusal(path, _line(event), message))
 
-    def _stop(self, path: JsonPath, event: Any, message: str) -> None:
+    def _stop(self, path: JsonPath, event: Any, message: str) -> NoReturn:
         self._refuse(path, event, message)
         raise _Stop
 

@@ -9,8 +9,8 @@ import signal
 import sys
 from pathlib import Path
 
-from toolmatrix.serving.runinfo import toolmatrix_version
 from toolmatrix.base.specs import SpecErrors
+from toolmatrix.serving.runinfo import toolmatrix_version
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -51,6 +51,7 @@ def _cmd_check_results(args: argparse.Namespace) -> int:
 
 def _cmd_install(args: argparse.Namespace) -> int:
     from toolmatrix.serving.launchers import LaunchError
+    from toolmatrix.serving.launchers.base import process_of
     from toolmatrix.serving.launchers.process import find_binary, install_binary
     from toolmatrix.serving.registry import load_engines
 
@@ -64,7 +65,7 @@ def _cmd_install(args: argparse.Namespace) -> int:
         return 2
     try:
         # An install script is idempotent and knows what its build must hold (llama-server's: the replay harness).
-        print((None if engine.process.install else find_binary(engine)) or install_binary(engine))
+        print((None if process_of(engine).install else find_binary(engine)) or install_binary(engine))
     except LaunchError as exc:
         print(f"toolmatrix install: {exc}", file=sys.stderr)
         return 1

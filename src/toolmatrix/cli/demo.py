@@ -32,17 +32,17 @@ import jsonschema
 import yaml
 
 try:  # the regular expression parser, read to spell a string a pattern matches
-    from re import _parser as sre_parse  # Python 3.11+
+    from re import _parser as sre_parse  # type: ignore[attr-defined]  # Python 3.11+ (typeshed: 3.10's names)
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 from toolmatrix.base.argtypes import positive_int
+from toolmatrix.base.specs import read_yaml
+from toolmatrix.judge.checks import value_matches
 from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
 from toolmatrix.matrix import build_matrix
-from toolmatrix.serving.registry import data_root
-from toolmatrix.judge.checks import value_matches
 from toolmatrix.records import Record, read_records
-from toolmatrix.base.specs import read_yaml
+from toolmatrix.serving.registry import data_root
 from toolmatrix.testing.fake import FakeServer, Reply
 
 MODEL = "demo-no-model"  # the served name: the page's pair is demo-no-model@demo
@@ -152,16 +152,17 @@ def _instance(want: dict, tool: dict, root: dict, depth: int = 0) -> Any:
         return out
     if kind == "array":
         item, offered = want.get("items") or {}, tool.get("items") or {}
-        out = [_instance(_merge(item, one), offered, root, depth + 1) for one in want.get("_contains", ())]
-        while len(out) < max(want.get("minItems", 0), tool.get("minItems", 0)):
-            out.append(_instance(item, offered, root, depth + 1))
-        return _NONE if any(value is _NONE for value in out) else out
+        items = [_instance(_merge(item, one), offered, root, depth + 1) for one in want.get("_contains", ())]
+        while len(items) < max(want.get("minItems", 0), tool.get("minItems", 0)):
+            items.append(_instance(item, offered, root, depth + 1))
+        return _NONE if any(value is _NONE for value in items) else items
     if kind == "string":
         pattern = want.get("pattern") or tool.get("pattern")
         return _regex_witness(pattern) if pattern else "x"
     if kind in ("integer", "number"):
         return max([1, *(int(s["minimum"]) for s in (want, tool) if isinstance(s.get("minimum"), (int, float)))])
-    return {"boolean": True, "null": None}.get(kind, _NONE)
+    constants: dict[str | None, Any] = {"boolean": True, "null": None}
+    return constants.get(kind, _NONE)
 
 
 def _flat(schema: dict, root: dict) -> dict:
@@ -448,7 +449,7 @@ def report(run: DemoRun) -> str:
 def _blamed(records: list[Record], category: str) -> str:
     """The category's failures by blame, and how many of them evidence moved from what the wire alone said."""
     failed = [r for r in records if r.category == category and r.blame]
-    blames = collections.Counter(r.blame.value for r in failed)
+    blames = collections.Counter(r.blame.value for r in failed if r.blame)  # failed ones all have one
     moved = collections.Counter(r.wire_blame.value for r in failed if r.wire_blame and r.wire_blame != r.blame)
     said = "".join(f" ({n} of them {b} on the wire alone: the model's own text decided)" for b, n in moved.items())
     return (", ".join(f"{n} blamed {b}" for b, n in sorted(blames.items())) or "no failure") + said

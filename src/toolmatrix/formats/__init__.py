@@ -4,7 +4,7 @@ No I/O beyond reading the bundled `families.yaml`; parsers never raise on model 
 """
 
 from ._families import FamiliesError, Family, all_families, get_family, load_families
-from ._model import ParseResult, ParsedCall
+from ._model import ParsedCall, ParseResult
 
 __all__ = [
     "FamiliesError",

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from ._coerce import coerce
-from ._scan import skip_ws
+from ._scan import matched_end, skip_ws
 
 _KEY = re.compile(r"\s*([^\s:{}\[\],<]+)\s*:")
 _BARE = re.compile(r"[^,}\]]*")
@@ -27,7 +27,7 @@ class BraceArguments:
 
     quote: str
 
-    def __call__(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict, int] | None:
+    def __call__(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
         pos = skip_ws(text, pos)
         if not text.startswith("{", pos):
             return None
@@ -36,7 +36,7 @@ class BraceArguments:
         except (_Malformed, RecursionError):
             return None
 
-    def _object(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict, int]:
+    def _object(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict[str, Any], int]:
         result: dict[str, Any] = {}
         pos = skip_ws(text, pos + 1)
         if text.startswith("}", pos):
@@ -51,7 +51,7 @@ class BraceArguments:
             pos += 1
         raise _Malformed
 
-    def _array(self, text: str, pos: int) -> tuple[list, int]:
+    def _array(self, text: str, pos: int) -> tuple[list[Any], int]:
         result: list[Any] = []
         pos = skip_ws(text, pos + 1)
         if text.startswith("]", pos):
@@ -77,8 +77,9 @@ class BraceArguments:
             return self._object(text, pos, {})
         if text.startswith("[", pos):
             return self._array(text, pos)
-        bare = _BARE.match(text, pos)
-        if not bare[0].strip():
+        bare_end = matched_end(_BARE, text, pos)  # it matches everywhere, empty at worst
+        bare = text[pos:bare_end].strip()
+        if not bare:
             raise _Malformed
         # Bare values are numbers, booleans or null; returning them as strings is vLLM #47906.
-        return coerce(bare[0].strip(), schema, literal=True), bare.end()
+        return coerce(bare, schema, literal=True), bare_end

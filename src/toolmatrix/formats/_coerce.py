@@ -10,7 +10,7 @@ from ._scan import json_or_text
 _NOT_CONVERTED = object()
 
 
-def param_schemas(tools: list[dict] | None, name: str) -> dict[str, Any]:
+def param_schemas(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any]:
     """The `properties` of the offered tool called `name`; {} when absent or malformed."""
     for tool in tools if isinstance(tools, (list, tuple)) else ():
         function = tool.get("function") if isinstance(tool, dict) else None

@@ -62,7 +62,7 @@ class Family:
     def markers(self) -> tuple[str, ...]:
         return self.call_markers + self.reasoning_markers + self.other_markers
 
-    def parse(self, text: str, tools: list[dict] | None = None) -> ParseResult:
+    def parse(self, text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
         """Find the calls in raw model text; never raises on malformed text.
 
         Args:
@@ -144,8 +144,9 @@ def _cross_problems(doc: YamlDoc) -> list[SpecError]:
     return problems
 
 
-def _family_id(data: Any, where: tuple) -> str:
+def _family_id(data: Any, where: tuple[str | int, ...]) -> str:
     if len(where) < 2 or where[0] != "families" or not isinstance(data, dict):
         return ""
     entry = data["families"][where[1]]
-    return entry.get("id") if isinstance(entry, dict) and isinstance(entry.get("id"), str) else ""
+    family_id = entry.get("id") if isinstance(entry, dict) else None
+    return family_id if isinstance(family_id, str) else ""

@@ -14,7 +14,7 @@ import attrs
 
 from ._coerce import param_schemas
 from ._model import ParsedCall, ParseResult
-from ._scan import Block, Parser, clip, decode_json, find_end, scan, skip_ws
+from ._scan import Block, Parser, clip, decode_json, find_end, matched_end, scan, skip_ws
 
 Decoder = Callable[[str, int, dict[str, Any]], tuple[Any, int] | None]
 """(text, position, parameter schemas of the call) -> (arguments, end) or None."""
@@ -45,7 +45,7 @@ class SectionSpec:
 
 
 def items(opener: re.Pattern[str], spec: ItemSpec) -> Parser:
-    def parse(text: str, tools: list[dict] | None = None) -> ParseResult:
+    def parse(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
         return scan(text, opener, partial(read_item, spec, tools=tools))
 
     return parse
@@ -55,7 +55,7 @@ def sections(spec: SectionSpec, *, bare: re.Pattern[str] | None = None) -> Parse
     """Parse sections of items; with `bare`, also items that start at a match of it outside any section."""
     opener = spec.opener if bare is None else re.compile(f"{spec.opener.pattern}|{bare.pattern}")
 
-    def parse(text: str, tools: list[dict] | None = None) -> ParseResult:
+    def parse(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
         item = partial(read_item, spec.item, tools=tools)
         section = partial(read_section, opener=spec.opener, item_head=spec.item.head, read=item, closer=spec.closer)
 
@@ -67,7 +67,7 @@ def sections(spec: SectionSpec, *, bare: re.Pattern[str] | None = None) -> Parse
     return parse
 
 
-def read_item(spec: ItemSpec, text: str, start: int, *, tools: list[dict] | None) -> Block:
+def read_item(spec: ItemSpec, text: str, start: int, *, tools: list[dict[str, Any]] | None) -> Block:
     head = spec.head.match(text, start)
     if head is None:
         end = find_end(text, spec.end_token, start)
@@ -76,7 +76,7 @@ def read_item(spec: ItemSpec, text: str, start: int, *, tools: list[dict] | None
     name, call_id = head["name"], head.groupdict().get("id")
     decoded = spec.decode(text, head.end(), param_schemas(tools, name))
     tail = spec.tail.match(text, decoded[1]) if decoded else None
-    if tail and isinstance(decoded[0], dict):
+    if decoded and tail and isinstance(decoded[0], dict):  # a tail is only looked for after decoded arguments
         return Block(start, tail.end(), (ParsedCall(name, decoded[0], text[start : tail.end()], call_id),))
     end = tail.end() if tail else find_end(text, spec.end_token, head.end())
     if end is None:
@@ -97,7 +97,7 @@ def read_section(
     """Read a section opener, the items that follow it, then its closer."""
     calls: list[ParsedCall] = []
     errors: list[str] = []
-    pos = skip_ws(text, opener.match(text, start).end())
+    pos = skip_ws(text, matched_end(opener, text, start))
     while item_head.match(text, pos):
         item = read(text, pos)
         calls += item.calls

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 
 from ._model import ParsedCall, ParseResult
-from ._scan import Block, Parser, clip, decode_json, find_end, gathered, json_or_text, scan, skip_ws
+from ._scan import Block, Parser, clip, decode_json, find_end, gathered, json_or_text, matched_end, scan, skip_ws
 
 
 @attrs.frozen
@@ -26,7 +26,7 @@ class JsonSpec:
 
 
 def json_blocks(spec: JsonSpec) -> Parser:
-    def parse(text: str, tools: list[dict] | None = None) -> ParseResult:
+    def parse(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
         return scan(text, spec.opener, partial(_read, spec))
 
     return parse
@@ -73,7 +73,7 @@ def json_items(text: str, pos: int) -> tuple[list[tuple[Any, int, int]], int] | 
 
 
 def _read(spec: JsonSpec, text: str, start: int) -> Block:
-    opener_end = spec.opener.match(text, start).end()
+    opener_end = matched_end(spec.opener, text, start)
     results: list[tuple[ParsedCall | None, str | None]] = []
     pos = opener_end
     while True:

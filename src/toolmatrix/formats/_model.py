@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 
@@ -10,7 +12,7 @@ class ParsedCall:
     """One tool call found in raw model text."""
 
     name: str
-    arguments: dict | None
+    arguments: dict[str, Any] | None
     """`None` when the arguments are not a JSON object or could not be decoded."""
     raw: str
     """The slice of text this call came from."""

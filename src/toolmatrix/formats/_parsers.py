@@ -6,11 +6,12 @@ Each entry is a generic reader configured with the format's tokens (formats.md s
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ._brace import BraceArguments
 from ._items import ItemSpec, SectionSpec, items, sections
 from ._json_calls import JsonSpec, json_blocks
-from ._model import ParseResult
+from ._model import ParsedCall, ParseResult
 from ._pythonic import parse_pythonic, parse_tool_code
 from ._scan import Parser
 from ._tags import TagArguments
@@ -23,8 +24,9 @@ _hermes = json_blocks(  # [2.1], Granite 4 [2.10]
 def _chain(*parsers: Parser) -> Parser:
     """Run parsers one after another, each on the content the previous one left."""
 
-    def parse(text: str, tools: list[dict] | None = None) -> ParseResult:
-        calls, errors = [], []
+    def parse(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
+        calls: list[ParsedCall] = []
+        errors: list[str] = []
         for parser in parsers:
             result = parser(text, tools)
             calls += result.calls

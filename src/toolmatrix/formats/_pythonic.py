@@ -10,6 +10,7 @@ import json
 import re
 import warnings
 from collections.abc import Iterator
+from typing import Any, TypeGuard
 
 from ._model import ParsedCall, ParseResult
 from ._scan import Block, clip, find_end, gathered, scan, skip_ws
@@ -24,11 +25,11 @@ _FENCE_OPENER = re.compile(re.escape(_FENCE))
 _QUOTES = "'\""
 
 
-def parse_pythonic(text: str, tools: list[dict] | None = None) -> ParseResult:
+def parse_pythonic(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
     return scan(text, _LIST_OPENER, _read_list)
 
 
-def parse_tool_code(text: str, tools: list[dict] | None = None) -> ParseResult:
+def parse_tool_code(text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult:
     return scan(text, _FENCE_OPENER, _read_fence)
 
 
@@ -62,9 +63,10 @@ def _bracket_end(text: str, pos: int) -> int | None:
     while pos < len(text):
         char = text[pos]
         if char in _QUOTES:
-            pos = _string_end(text, pos)
-            if pos is None:
+            string_end = _string_end(text, pos)
+            if string_end is None:
                 return None
+            pos = string_end
             continue
         depth += (char in "([{") - (char in ")]}")
         pos += 1
@@ -106,22 +108,24 @@ class _Segments:
         # The line ends ast counts (as get_source_segment splits them): \r\n, \r or \n.
         self.line_starts = [0] + [m.end() for m in re.finditer(rb"\r\n|\r|\n", self.data)]
 
-    def of(self, node: ast.AST) -> str:
+    def of(self, node: ast.expr | ast.stmt) -> str:
+        # ast.parse sets every node's end; the type says None only for nodes made by hand.
+        assert node.end_lineno is not None and node.end_col_offset is not None
         start = self.line_starts[node.lineno - 1] + node.col_offset
         end = self.line_starts[node.end_lineno - 1] + node.end_col_offset
         return self.data[start:end].decode()
 
 
-def _call_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+def _call_nodes(tree: ast.Module) -> Iterator[ast.expr | ast.stmt]:
     """The calls of each statement: a call, a list of calls, or `print(call)` (Google's tool_code)."""
     for statement in tree.body:
-        node = statement.value if isinstance(statement, ast.Expr) else statement
+        node: ast.expr | ast.stmt = statement.value if isinstance(statement, ast.Expr) else statement
         if _is_print(node):
             node = node.args[0]
         yield from node.elts if isinstance(node, ast.List) else [node]
 
 
-def _is_print(node: ast.AST) -> bool:
+def _is_print(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -131,7 +135,7 @@ def _is_print(node: ast.AST) -> bool:
     )
 
 
-def _call(node: ast.AST, segments: _Segments) -> tuple[ParsedCall | None, str | None]:
+def _call(node: ast.expr | ast.stmt, segments: _Segments) -> tuple[ParsedCall | None, str | None]:
     raw = segments.of(node)
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None, f"not a function call: {clip(raw)}"

@@ -16,7 +16,7 @@ _WS = re.compile(r"\s*")
 
 
 class Parser(Protocol):
-    def __call__(self, text: str, tools: list[dict] | None = None) -> ParseResult: ...
+    def __call__(self, text: str, tools: list[dict[str, Any]] | None = None) -> ParseResult: ...
 
 
 @attrs.frozen
@@ -62,7 +62,15 @@ def assemble(text: str, blocks: list[Block]) -> ParseResult:
 
 
 def skip_ws(text: str, pos: int) -> int:
-    return _WS.match(text, pos).end()
+    return matched_end(_WS, text, pos)
+
+
+def matched_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern``, known to match at ``pos`` (a scanner found it there, or it matches empty), ends."""
+    match = pattern.match(text, pos)
+    if match is None:
+        raise ValueError(f"{pattern.pattern!r} does not match at {pos}: {clip(text[pos:])}")
+    return match.end()
 
 
 def decode_json(text: str, pos: int) -> tuple[Any, int] | None:

@@ -26,7 +26,7 @@ class TagArguments:
     call_close: str
     """Closing tag of the call, which may follow the last argument."""
 
-    def __call__(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict, int] | None:
+    def __call__(self, text: str, pos: int, schemas: dict[str, Any]) -> tuple[dict[str, Any], int] | None:
         arguments: dict[str, Any] = {}
         pos = skip_ws(text, pos)
         while (tag := self.open.match(text, pos)) is not None:

@@ -10,11 +10,12 @@ Checks on how it was sent (wire shape, ids, stream deltas, tool_choice, ...) are
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import attrs
 
-from toolmatrix.judge.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
 from toolmatrix.formats import Family, ParseResult
+from toolmatrix.judge.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
 from toolmatrix.records import Blame, CheckResult, Evidence
 from toolmatrix.wire.exchange import Exchange
 
@@ -34,7 +35,7 @@ class ModelWords:
     parsed: ParseResult
 
     @classmethod
-    def read(cls, raw: str, family: Family, tools: list) -> ModelWords:
+    def read(cls, raw: str, family: Family, tools: list[dict[str, Any]]) -> ModelWords:
         reasoning, rest = split_reasoning(raw, family.reasoning_markers)
         return cls(reasoning, family.parse(rest, tools))
 
@@ -57,7 +58,7 @@ def split_reasoning(text: str, markers: tuple[str, ...]) -> tuple[str | None, st
     return thought, before + rest
 
 
-def model_answer(words: ModelWords, request: dict) -> Exchange:
+def model_answer(words: ModelWords, request: dict[str, Any]) -> Exchange:
     """The model's own words as a non-streamed chat answer: its calls as parsed (an unreadable call keeps its raw
     text as arguments), the rest of its text as content, its reasoning as ``reasoning_content``. Arguments are
     written in UTF-8, as the model wrote them, unless the model itself escaped non-ASCII text: an engine's \\u
@@ -68,7 +69,7 @@ def model_answer(words: ModelWords, request: dict) -> Exchange:
              c.arguments, ensure_ascii=non_ascii_escape(c.raw) is not None)}}
         for n, c in enumerate(words.parsed.calls)
     ]
-    message: dict = {"role": "assistant", "content": words.parsed.content or None}
+    message: dict[str, Any] = {"role": "assistant", "content": words.parsed.content or None}
     if words.reasoning is not None:
         message["reasoning_content"] = words.reasoning
     if calls:

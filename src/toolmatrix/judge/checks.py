@@ -18,11 +18,11 @@ import jsonschema
 import jsonschema_rs
 
 from toolmatrix.base import jsontext
-from toolmatrix.library.cases import Case, Expectation
 from toolmatrix.base.features import PRECONDITIONS
-from toolmatrix.formats import Family
-from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.base.specs import load_schema
+from toolmatrix.formats import Family, ParsedCall
+from toolmatrix.library.cases import CallExpectation, Case, Expectation
+from toolmatrix.records import Blame, CheckOutcome, CheckResult, Verdict
 from toolmatrix.wire.answer import Call, Message
 from toolmatrix.wire.errors import not_an_answer
 from toolmatrix.wire.exchange import Exchange
@@ -159,7 +159,8 @@ def check_http_status(ev: CheckInput) -> Finding:
     ex = ev.exchange
     body = _short(ex.response if ex.response is not None else ex.raw_text or "", 160)
     if ex.cut is not None and ex.cut.whole:  # the engine finished an answer no client should have to hold
-        return failed(ENGINE, ex.error, OVERSIZE)
+        # The client words every cut as its error; the fallback only keeps the detail a string.
+        return failed(ENGINE, ex.error or "answer over the limit", OVERSIZE)
     if ex.broken_off:  # llama-cpp-python cuts a stream when a second request arrives
         return failed(ENGINE, f"the engine broke off its HTTP {ex.http_status} answer: {ex.error}", BROKEN_OFF)
     if ex.error is not None:
@@ -256,7 +257,7 @@ def check_arguments_json(ev: CheckInput) -> Finding:
     calls = _calls(ev)
     if not calls:
         return skipped("no call")
-    cut = ev.message.cut
+    cut = ev.message is not None and ev.message.cut  # there are calls: there is a message
     for number, call in enumerate(calls):
         if call.parsed_arguments() is None:
             detail = f"{call.name}: arguments {_short(call.arguments)} are not a JSON string of an object"
@@ -291,7 +292,7 @@ def _leaks(ev: CheckInput, text: str | None) -> list[str]:
     return [m for m in ev.family.find_markers(text) if not ev.quotes(m)]
 
 
-def _valid_native_calls(ev: CheckInput, text: str | None) -> list:
+def _valid_native_calls(ev: CheckInput, text: str | None) -> list[ParsedCall]:
     if not text:
         return []
     parsed = ev.family.parse(text, list(ev.case.tools))
@@ -419,7 +420,11 @@ def check_parallel_tool_calls(ev: CheckInput) -> Finding:
     return passed()
 
 
-def _call_signature(message: Message | None) -> Finding:
+# What a stream and its non-stream twin are compared on: each call's name and arguments (parsed when they parse).
+_Signature = tuple[tuple[Any, Any], ...] | tuple[str]
+
+
+def _call_signature(message: Message | None) -> _Signature:
     if message is None:
         return ("no answer",)
     return tuple((c.name, c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments) for c in message.tool_calls)
@@ -439,10 +444,10 @@ def check_stream_consistency(ev: CheckInput) -> Finding:
 # -- the model's answer --------------------------------------------------------------------------------------
 
 
-_TOOL_VALIDATORS: dict[int, tuple[Mapping, Callable[[Any], bool] | None]] = {}
+_TOOL_VALIDATORS: dict[int, tuple[dict[str, Any], Callable[[Any], bool] | None]] = {}
 
 
-def _surely_valid(schema: Mapping, value: Any) -> bool:
+def _surely_valid(schema: dict[str, Any], value: Any) -> bool:
     """jsonschema-rs's yes for a tool's schema, compiled once per schema object (a case's tools live as long as
     the run): most arguments are valid, and jsonschema's own walk costs ~1 ms each. A schema it refuses or a value
     it cannot take (an integer past 64 bits) is no yes: jsonschema then decides."""
@@ -459,7 +464,7 @@ def _surely_valid(schema: Mapping, value: Any) -> bool:
         return False
 
 
-def _looks_double_encoded(value: Any, schema: Mapping) -> bool:
+def _looks_double_encoded(value: Any, schema: Mapping[str, Any]) -> bool:
     """A string that decodes to what the schema wanted: an engine that did not coerce or double-encoded."""
     if not isinstance(value, str) or schema.get("type") in (None, "string"):
         return False
@@ -531,17 +536,17 @@ def value_matches(matcher: Any, value: Any) -> bool:
     return value is not _ABSENT and _same_json(matcher, value)
 
 
-def call_matches(expected, call: Call) -> bool:
+def call_matches(expected: CallExpectation, call: Call) -> bool:
     return _fits(expected, call.name, call.parsed_arguments())
 
 
-def _fits(expected, name: Any, args: dict | None) -> bool:
+def _fits(expected: CallExpectation, name: Any, args: dict[str, Any] | None) -> bool:
     if name != expected.name or args is None:
         return False
     return all(value_matches(m, args.get(k, _ABSENT)) for k, m in expected.arguments.items())
 
 
-def _assign(expected: list, calls: list[Call]) -> bool:
+def _assign(expected: list[CallExpectation], calls: list[Call]) -> bool:
     """Order-free matching: whether every expected call gets its own distinct returned call.
 
     A bipartite matching by augmenting paths: each pair (expected, returned) is compared once, so the work grows

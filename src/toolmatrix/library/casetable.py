@@ -13,8 +13,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from toolmatrix.library.cases import case_files, load_cases
 from toolmatrix.base.specs import SpecErrors, read_yaml
+from toolmatrix.library.cases import case_files, load_cases
 
 _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")  # "e.g. DE" and "v0.2" do not end a sentence
 
@@ -28,7 +28,7 @@ def covers(description: str) -> str:
 def table(paths: list[Path]) -> str:
     """The lead line and the category table of the case files under ``paths`` (validated first)."""
     counts = Counter(case.category for case in load_cases(paths))
-    described = {}
+    described: dict[str, str] = {}
     for path in case_files(paths):
         data = read_yaml(path).data
         if data["category"] in counts:

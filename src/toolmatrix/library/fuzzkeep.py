@@ -19,10 +19,10 @@ from pathlib import Path
 import hypothesis
 
 from toolmatrix.base.atomic import write_text
+from toolmatrix.base.specs import SpecErrors
 from toolmatrix.library.cases import load_case_text
 from toolmatrix.library.fuzz import CATEGORY, FuzzRun, case_entry, case_file, draw_scenario
 from toolmatrix.records import Blame, ResultsError, Verdict, read_records, read_run_info
-from toolmatrix.base.specs import SpecErrors
 
 FAILURES = "fuzz-failures.yaml"  # what a fuzzed run writes beside its records
 

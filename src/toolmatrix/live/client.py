@@ -25,7 +25,7 @@ import openai
 try:  # the HTTP library under the openai client: httpx2 from openai 3, httpx before
     import httpx2 as httpx
 except ImportError:  # pragma: no cover - depends on the installed openai
-    import httpx
+    import httpx  # type: ignore[no-redef]  # the same API under its old name
 
 from toolmatrix.base import jsontext
 from toolmatrix.wire.answer import Cut
@@ -122,7 +122,8 @@ class BoundedTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         deadline = time.monotonic() + self.timeout_s  # the headers themselves wait at most timeout_s (httpx)
         response = super().handle_request(request)
-        response.stream = _Bounded(response.stream, deadline, self.max_bytes)
+        # A sync transport's stream is a sync one; the checker sees the union of both kinds.
+        response.stream = _Bounded(response.stream, deadline, self.max_bytes)  # type: ignore[arg-type]
         # The client wraps the stream in its own: the bounds stay reachable for the reader through the response.
         response.extensions[_BOUNDS] = response.stream
         return response
@@ -164,7 +165,7 @@ class Connection:
 def make_client(target: Target, api: str = "chat") -> Connection:
     # No retries: a retried 500 would hide exactly the engine bug we are here to see.
     http = httpx.Client(timeout=target.timeout_s, transport=_transport(target))
-    options = {"api_key": target.api_key(), "max_retries": 0, "timeout": target.timeout_s, "http_client": http}
+    options: dict[str, Any] = {"api_key": target.api_key(), "max_retries": 0, "timeout": target.timeout_s, "http_client": http}
     if api == MESSAGES:  # the anthropic client adds /v1 itself, and its own headers (x-api-key, anthropic-version)
         import anthropic
 
@@ -241,7 +242,7 @@ def _exchange(mode: Mode, request: dict, response: httpx.Response, body: bytes, 
                     raw_text=None if parsed is not None else text, latency_s=latency_s, broken_off=broken_off, api=api)
 
 
-def _errors(client: openai.OpenAI | anthropic.Anthropic) -> tuple[type[Exception], ...]:
+def _errors(client: openai.OpenAI | anthropic.Anthropic) -> tuple[type[Any], type[Any], type[Any]]:
     """The client's status, timeout and connection errors: the two clients come from one generator (Stainless),
     with the same post() and the same error classes, each in its own package."""
     module = sys.modules[type(client).__module__.partition(".")[0]]

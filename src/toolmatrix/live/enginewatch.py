@@ -15,8 +15,8 @@ import json
 
 import attrs
 
-from toolmatrix.serving.launchers import Launcher
 from toolmatrix.records import Blame, EngineDeath, Posted, Record, Verdict
+from toolmatrix.serving.launchers import Launcher
 
 LOG_LINES = 40
 

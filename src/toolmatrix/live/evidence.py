@@ -26,13 +26,13 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
+from toolmatrix.base import jsontext
+from toolmatrix.formats import Family
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.library.cases import Case
-from toolmatrix.base import jsontext
-from toolmatrix.live.client import HTTPError, HttpClient
-from toolmatrix.formats import Family
-from toolmatrix.serving.registry import EvidenceSpec
+from toolmatrix.live.client import HttpClient, HTTPError
 from toolmatrix.records import Evidence, EvidenceStatus, TemplateFinding
+from toolmatrix.serving.registry import EvidenceSpec
 from toolmatrix.wire.answer import Message
 
 DIFF_CAP = 4_000
@@ -205,9 +205,11 @@ def reference_render(template: str, body: Mapping[str, Any], special_tokens: Map
     logging.getLogger("transformers").setLevel(logging.ERROR)
     from transformers.utils.chat_template_utils import render_jinja_template  # ~1 s to import: only when used
 
-    rendered, _ = render_jinja_template(conversations=[list(body["messages"])], tools=body.get("tools") or None,
-                                        chat_template=template, add_generation_prompt=True,
-                                        **dict(special_tokens or {}))
+    # transformers annotates a str; it returns (rendered, generation indices). The special tokens go to its
+    # **kwargs (the template's context), which the checker matches against the named parameters too.
+    rendered, _ = render_jinja_template(  # type: ignore[str-unpack]
+        conversations=[list(body["messages"])], tools=body.get("tools") or None, chat_template=template,
+        add_generation_prompt=True, **dict(special_tokens or {}))  # type: ignore[arg-type]
     return rendered[0]
 
 
@@ -278,7 +280,9 @@ class Witness:
         return attrs.evolve(found, reason=missed + found.reason) if missed else found
 
     def _same_generation(self, case: Case, chat: dict, generated: Any) -> Evidence:
-        raw, prompt = SAME_GENERATION[self.spec.same_generation].read(self.http, generated)
+        protocol = self.spec.same_generation
+        assert protocol is not None  # obtain() reads the answer only where the spec names how
+        raw, prompt = SAME_GENERATION[protocol].read(self.http, generated)
         if prompt is None:
             template, note, digest = None, "template not compared: the answer did not tell its prompt", None
         else:
@@ -289,9 +293,11 @@ class Witness:
 
     def _regenerated(self, case: Case, chat: dict, answer: Message | None) -> Evidence:
         spec = self.spec
-        method = f"{spec.render} + {spec.complete}"
+        render, complete = spec.render, spec.complete
+        assert render is not None and complete is not None  # obtain() regenerates only where the spec has both
+        method = f"{render} + {complete}"
         try:
-            rendered = RENDERERS[spec.render](self.http, chat)
+            rendered = RENDERERS[render](self.http, chat)
         except EvidenceError as exc:
             return Evidence(EvidenceStatus.UNAVAILABLE, f"the engine did not tell: {exc}", method)
         template, note = self._template(rendered.text, chat)  # a render is cheap: compared in every case
@@ -305,7 +311,7 @@ class Witness:
         if why:  # no raw completion: it would cost a whole generation and could not be compared
             return attrs.evolve(found, status=EvidenceStatus.NOT_COMPARABLE, reason=why)
         try:
-            raw = COMPLETERS[spec.complete](self.http, str(chat.get("model")), rendered.prompt,
+            raw = COMPLETERS[complete](self.http, str(chat.get("model")), rendered.prompt,
                                             {**sampling(chat), **spec.completion_options})
         except EvidenceError as exc:
             return attrs.evolve(found, status=EvidenceStatus.UNAVAILABLE, reason=f"the engine did not tell: {exc}")

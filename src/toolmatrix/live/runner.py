@@ -10,21 +10,30 @@ from typing import Any, Mapping
 
 import attrs
 
-from toolmatrix.library.cases import Case
-from toolmatrix.judge.checks import HARNESS, CheckInput, judge, run_checks
-from toolmatrix.live.client import Connection
+from toolmatrix.base.features import surface_features
 from toolmatrix.formats import Family
 from toolmatrix.judge.blame import reblame
+from toolmatrix.judge.checks import HARNESS, CheckInput, judge, run_checks
+from toolmatrix.library.cases import Case
+from toolmatrix.live.client import Connection
 from toolmatrix.live.evidence import Witness
-from toolmatrix.base.features import surface_features
 from toolmatrix.live.sampling import Sampling
+from toolmatrix.records import (
+    Blame,
+    BlameSource,
+    CheckOutcome,
+    CheckResult,
+    Evidence,
+    Followup,
+    Record,
+    Verdict,
+    Word,
+    transcript,
+)
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.errors import hide
 from toolmatrix.wire.exchange import Exchange, Mode
 from toolmatrix.wire.surfaces import CHAT, surface
-from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Evidence, Followup, Record, Verdict,
-                                Word, transcript)
-
 
 Asking = tuple[str, int | None]  # (case id, sample): one generation, which both modes of it share
 
@@ -186,7 +195,8 @@ class Runner:
         evidence, blamed_by, wire_blame = None, None, None
         if self._wants_evidence(decision.verdict):
             # The non-streamed chat answer's body, which a same-generation protocol reads.
-            generated = (exchange if mode == "nonstream" else reference).response if self.api == CHAT else None
+            answered = exchange if mode == "nonstream" else reference  # a stream always has its reference
+            generated = answered.response if self.api == CHAT and answered is not None else None
             evidence = self._evidence(case, sample, body, message, generated)
             if evidence.comparable:
                 checks, decided = reblame(checks, inputs, evidence)
@@ -210,15 +220,18 @@ class Runner:
 
     def _evidence(self, case: Case, sample: int | None, body: dict, answer: Message | None, generated: Any) -> Evidence:
         if (case.id, sample) not in self.evidence:
+            assert self.witness is not None  # _wants_evidence: evidence is asked for only with a witness
             self.evidence[case.id, sample] = self.witness.obtain(case, body, answer, generated)
         return self.evidence[case.id, sample]
 
     def _followup(self, case: Case, mode: Mode, first_body: dict, first: Exchange) -> Followup:
+        message, second = first.message(), case.followup
+        assert message is not None and second is not None  # _judge asks only for an answer with calls to a followup
         raw_calls = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in first.message().tool_calls
+            for c in message.tool_calls
         ]
-        body = followup_request(first_body, raw_calls, case.followup.tool_results)
+        body = followup_request(first_body, raw_calls, second.tool_results)
         exchange = self.client.send(body, mode)
-        checks = run_checks(CheckInput(case, exchange, self.family, case.followup.expect), "followup.")
+        checks = run_checks(CheckInput(case, exchange, self.family, second.expect), "followup.")
         return Followup(checks=tuple(checks), **transcript(exchange))

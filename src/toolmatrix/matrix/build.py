@@ -28,8 +28,8 @@ import attrs
 from toolmatrix.base.atomic import Replacing, write_text
 from toolmatrix.matrix.cell import BrokenRun, Cell, history, key_flags, page_history, summarize_runs
 from toolmatrix.matrix.page import render_html, render_markdown
-from toolmatrix.replay.versions import is_sweep, read_versions
 from toolmatrix.records import ResultsError, Run, RunInfo, read_outcomes, read_run_info, run_dirs
+from toolmatrix.replay.versions import is_sweep, read_versions
 from toolmatrix.serving.runinfo import Portable, toolmatrix_version
 
 # Bytes of page data shared by all cells (page <= 1.5 MB). Each cell gets a fair share of what is left (a share

@@ -21,9 +21,18 @@ import attrs
 from toolmatrix.base.atomic import Replacing
 from toolmatrix.judge.checks import declared_gaps
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
+from toolmatrix.records import (
+    Outcome,
+    ResultsError,
+    RunInfo,
+    Verdict,
+    evidence_label,
+    fold,
+    repro_command,
+    repro_prefix,
+    scan_records,
+)
 from toolmatrix.report.passk import sample_stats
-from toolmatrix.records import (Outcome, ResultsError, RunInfo, Verdict, evidence_label, fold, repro_command,
-                                repro_prefix, scan_records)
 
 # Flags that change how tool calls are parsed or templated: shown in the column header.
 KEY_FLAG = re.compile(r"tool|jinja|template|parser|reasoning|function|grammar", re.IGNORECASE)
@@ -256,11 +265,13 @@ def _combine(newer: Outcome, older: Outcome) -> Outcome:
     passed = {newer.verdict, older.verdict} & {Verdict.PASS, MIXED}
     verdict = MIXED if passed and newer.verdict != older.verdict else newer.verdict
     blamed = older if newer.verdict is Verdict.PASS else newer
+    conformant: bool | None
     if False in (newer.conformant, older.conformant):
         conformant = False
     else:
         conformant = None if newer.conformant is None and older.conformant is None else True
-    return Outcome(newer.category, verdict, blamed.blame, blamed.reason, conformant)
+    # verdict may be the cell's own MIXED, a word no record holds (Outcome's type knows the records' only).
+    return Outcome(newer.category, verdict, blamed.blame, blamed.reason, conformant)  # type: ignore[arg-type]
 
 
 def _mixed(merged: dict[Key, Outcome], scans: list[_RunScan]) -> list[dict]:

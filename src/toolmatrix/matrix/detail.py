@@ -59,7 +59,7 @@ def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
     if message is None:
         return ""
     ordered = bool(expect.get("ordered"))
-    want = {"tool_calls": _ordered(list(expect.get("calls") or []), ordered)}
+    want: dict[str, Any] = {"tool_calls": _ordered(list(expect.get("calls") or []), ordered)}
     got = {"tool_calls": _ordered(_calls(message), ordered)}
     if expect.get("any_call"):
         want["tool_calls"] = "(any call)"

@@ -69,7 +69,7 @@ def embed_json(data: Any) -> str:
 
 
 def _csp_hashes(template: str) -> str:
-    digests = {kind: [] for kind in ("script", "style")}
+    digests: dict[str, list[str]] = {kind: [] for kind in ("script", "style")}
     for kind, body in _BLOCK.findall(template):
         digests[kind].append("'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'")
     return (f"default-src 'none'; script-src {' '.join(digests['script'])}; style-src {' '.join(digests['style'])}; "
@@ -173,8 +173,8 @@ def _column_md(by_key: dict[tuple[str, str, str], dict], model: str, engine: dic
     shown = [(api, by_key.get((model, engine["id"], api["id"]))) for api in engine["apis"]]
     if not any(cell for _, cell in shown):
         return "-"
-    if [api["id"] for api, _ in shown] == [CHAT]:
-        return _cell_md(shown[0][1])
+    if [api["id"] for api, _ in shown] == [CHAT] and (only := shown[0][1]) is not None:  # any() above: it is
+        return _cell_md(only)
     # <br>: a line break inside a GitHub table cell; the only markup here, and it is ours
     return "<br>".join(f"{api['name']}: {_cell_md(cell) if cell else 'not run'}" for api, cell in shown)
 

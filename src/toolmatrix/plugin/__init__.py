@@ -152,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_controller(config):
         config.pluginmanager.register(Controller(state), "toolmatrix-controller")
     else:
-        state.endpoint = config.workerinput["toolmatrix"]["endpoint"]
+        state.endpoint = config.workerinput["toolmatrix"]["endpoint"]  # type: ignore[attr-defined]  # xdist's
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "toolmatrix-xdist")
     if config.args_source != pytest.Config.ArgsSource.ARGS or all(Path(a).is_dir() for a in config.args):
@@ -213,12 +213,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         key = item_key(item.nodeid)
         if key is not None:
             modes.setdefault((key.api, key.case_id, key.sample), set()).add(key.mode)
-            item.repr_failure = functools.partial(case_failure_repr, item)  # type: ignore[method-assign]
+            if isinstance(item, pytest.Function):  # a suite case always is
+                item.repr_failure = functools.partial(case_failure_repr, item)  # type: ignore[method-assign]
     paired = [(api, (case, sample)) for (api, case, sample), selected in modes.items() if len(selected) == len(MODES)]
     state.paired = {api: frozenset(asking for a, asking in paired if a == api) for api in state.apis}
     reason = config.getoption("--record-lost")
     if reason and is_controller(config):  # with -n 0: the executor runs this on its own machine
-        config.pluginmanager.get_plugin("toolmatrix-controller").record_lost(items, reason)
+        controller = config.pluginmanager.get_plugin("toolmatrix-controller")
+        assert isinstance(controller, Controller)  # registered on the controller by pytest_configure
+        controller.record_lost(items, reason)
         config.hook.pytest_deselected(items=items[:])
         items[:] = []
 

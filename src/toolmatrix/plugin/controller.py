@@ -92,11 +92,11 @@ class Controller:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The single writer: records reach the controller inside the call report, from any worker."""
-        props = dict(report.user_properties) if report.when == "call" else {}
+        props: dict[str, Any] = dict(report.user_properties) if report.when == "call" else {}  # ours: Posted tuples
         if RECORD_KEY not in props:
             return
-        if self.crashed:  # the crashed case ran again after all
-            self.crashed.pop(item_key(report.nodeid), None)
+        if self.crashed and (key := item_key(report.nodeid)) is not None:  # the crashed case ran again after all
+            self.crashed.pop(key, None)
         self.write(Posted(*props[RECORD_KEY]))
 
     def write(self, posted: Posted) -> None:
@@ -122,8 +122,12 @@ class Controller:
     def write_lost(self) -> None:
         """Records for the cases that died with a worker and were not run again (a scope scheduler reruns the
         rest of a crashed worker's group, the crashed case included; load and worksteal drop it)."""
+        if not self.crashed:
+            return
+        endpoint = self.state.endpoint
+        assert endpoint is not None  # a worker crashed on a case: the engine was up
         for key, why in self.crashed.items():
-            self._write_lost(key, self.state.endpoint["model"], why)
+            self._write_lost(key, endpoint["model"], why)
         self.crashed.clear()
 
     @pytest.hookimpl(trylast=True)
@@ -159,7 +163,7 @@ class Controller:
         writers, state.writers = state.writers, {}
         for api, writer in writers.items():
             writer.close(runs[api])
-        if writers:
+        if writers and state.results_dir is not None:  # writers write under a results directory
             self.page = self.build_page([w.directory for w in writers.values()], state.results_dir)
         if writers and state.fuzz:
             self.kept = [self.keep_fuzz_failures(w.directory) for w in writers.values()]

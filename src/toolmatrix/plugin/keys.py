@@ -24,4 +24,5 @@ def item_key(nodeid: str) -> ItemKey | None:
     found = re.search(r"::test_case\[(.+)-(nonstream|stream)(?:-s(\d+))?(?:-(responses|messages))?\]", nodeid)
     if not found:
         return None
-    return ItemKey(found.group(1), found.group(2), found.group(4) or CHAT, found.group(3) and int(found.group(3)))
+    sample = int(found.group(3)) if found.group(3) else None
+    return ItemKey(found.group(1), found.group(2), found.group(4) or CHAT, sample)

@@ -26,7 +26,15 @@ from toolmatrix.live.runner import EvidenceMode, Profile, Runner
 from toolmatrix.live.sampling import Sampling
 from toolmatrix.records import SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
 from toolmatrix.serving.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
-from toolmatrix.serving.registry import EngineSpec, EvidenceSpec, ModelSpec, data_root, family_from_env, load_registry, resolve_model
+from toolmatrix.serving.registry import (
+    EngineSpec,
+    EvidenceSpec,
+    ModelSpec,
+    data_root,
+    family_from_env,
+    load_registry,
+    resolve_model,
+)
 from toolmatrix.serving.runinfo import Portable, hardware, program_name, toolmatrix_version
 from toolmatrix.wire.surfaces import CHAT
 
@@ -57,8 +65,8 @@ class RunState:
         if opt("--api-key-env") and not os.environ.get(opt("--api-key-env")):
             raise pytest.UsageError(f"--api-key-env {opt('--api-key-env')}: that environment variable is not set "
                                     f"(or empty); nothing was started")
-        if base_url(config):
-            check_base_url(base_url(config))
+        if url := base_url(config):
+            check_base_url(url)
         paths = [] if opt("--only-cases") else [data_root() / "cases"]
         try:  # a worker reads the bfcl: files its controller has just converted
             paths += [case_source(p, convert=is_controller(config)) for p in opt("--cases")]
@@ -151,11 +159,12 @@ class RunState:
         opt = self.config.getoption
         kind = self.launcher_kind
         if kind == "external":
-            if not base_url(self.config):
+            url = base_url(self.config)
+            if not url:
                 raise pytest.UsageError("--launcher=external needs --base-url")
             key_env = opt("--api-key-env")
             # The one-token request of its check takes no longer than a case's answer may (30 s at most).
-            return ExternalLauncher(base_url(self.config), self.model.served_name, self.engine_id,
+            return ExternalLauncher(url, self.model.served_name, self.engine_id,
                                     os.environ.get(key_env) if key_env else None,
                                     min(opt("--request-timeout"), 30.0))
         if self.engine is None:
@@ -242,5 +251,5 @@ def fuzz_run(config: pytest.Config) -> FuzzRun | None:
     from toolmatrix.library.fuzz import FuzzRun, fresh_seed
 
     if not is_controller(config):
-        return FuzzRun(config.workerinput["toolmatrix"]["fuzz_seed"], count)
+        return FuzzRun(config.workerinput["toolmatrix"]["fuzz_seed"], count)  # type: ignore[attr-defined]  # xdist's
     return FuzzRun(fresh_seed() if given is None else given, count)

@@ -8,7 +8,7 @@ status) still load: ``migrate`` turns each into version 2 as it is read.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
@@ -19,7 +19,16 @@ SCHEMA_VERSION = 2  # of a record and of run.json; version 1 still loads
 RECORDS = "results.jsonl"
 RUN = "run.json"
 
-T = TypeVar("T")
+T = TypeVar("T", bound=attrs.AttrsInstance)
+
+# The JSON a record holds as it came (a request, an answer's body or chunks, an expectation). At run time the bare
+# types: cattrs passes a bare dict through (the hook below) and never coerces its keys, where it would walk a
+# dict[str, Any] key by key; the type checker reads the parameters.
+if TYPE_CHECKING:
+    JSONObject = dict[str, Any]
+    JSONArray = list[Any]
+else:
+    JSONObject, JSONArray = dict, list
 
 converter = cattrs.Converter()
 # A request, an answer, an expectation are JSON values already: written as they are, not walked value by value
@@ -41,7 +50,9 @@ converter.register_unstructure_hook_factory(
     lambda cls: cls in _COMPACT,
     lambda cls: make_dict_unstructure_fn(
         cls, converter, _cattrs_omit_if_default=True,
-        **{name: override(omit_if_default=False) for name in _ALWAYS_WRITTEN if name in attrs.fields_dict(cls)}))
+        # The keywords are field names, never one of cattrs' own (_cattrs_*) that the checker matches them with.
+        **{name: override(omit_if_default=False)  # type: ignore[arg-type]
+           for name in _ALWAYS_WRITTEN if name in attrs.fields_dict(cls)}))
 
 
 def keeps_unknown(cls: type[T]) -> type[T]:
@@ -53,11 +64,11 @@ def keeps_unknown(cls: type[T]) -> type[T]:
     structure = make_dict_structure_fn(cls, converter)
     unstructure = converter.get_unstructure_hook(cls)
 
-    def read(data: dict, _: type) -> T:
+    def read(data: dict[str, Any], _: type[T]) -> T:
         extra = {key: value for key, value in data.items() if key not in names}
         return structure({**{key: data[key] for key in names if key in data}, "extra": extra}, cls)
 
-    def write(value: T) -> dict:
+    def write(value: T) -> dict[str, Any]:
         out = unstructure(value)
         extra = out.pop("extra", {})
         return {**out, **extra}
@@ -67,7 +78,7 @@ def keeps_unknown(cls: type[T]) -> type[T]:
     return cls
 
 
-def migrate(data: dict) -> dict:
+def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """A version-1 record as version 2: ``status`` (HTTP) became ``http_status``, a check's ``status`` its
     ``outcome``."""
     if data.get("schema_version") != 1:

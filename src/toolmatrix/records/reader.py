@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import attrs
 
 from toolmatrix.base import jsontext
-from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
-from toolmatrix.records.run import Run
-from toolmatrix.records.record import Blame, Outcome, Record, Verdict, conformance
 from toolmatrix.base.specs import fast_validator, validate_instance
+from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
+from toolmatrix.records.record import Blame, Outcome, Record, Verdict, conformance
+from toolmatrix.records.run import Run
 
 MAX_PROBLEMS = 5
 # A record holds engine JSON (at most jsontext.MAX_DEPTH levels) a few levels down: twice that is room enough,
@@ -59,7 +59,7 @@ class Line(NamedTuple):
 
     number: int
     raw: bytes
-    data: dict
+    data: dict[str, Any]
 
     @property
     def outcome(self) -> Outcome:
@@ -72,7 +72,7 @@ class Line(NamedTuple):
         return record_of(self.data)
 
 
-def record_of(data: dict) -> Record:
+def record_of(data: dict[str, Any]) -> Record:
     """A record's parsed (migrated) JSON as the typed ``Record``, for a reader that kept only the JSON."""
     return converter.structure(data, Record)
 
@@ -122,7 +122,7 @@ def read_run_info(directory: Path) -> RunInfo:
     return RunInfo(directory, Run.from_dict(data), started)
 
 
-def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict | None, list[str]]:
+def _line_problems(path: Path, number: int, line: bytes, run_id: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The record on one line (migrated), and what is wrong with it."""
     try:
         data = jsontext.loads(line, max_depth=RECORD_MAX_DEPTH)
@@ -147,7 +147,7 @@ class _Tally:
         self.first_lines: dict[tuple[str, str, int | None], int] = {}  # the line of each case x mode (x sample)
         self.counts: dict[str, int] = {}
 
-    def add(self, number: int, data: dict) -> list[str]:
+    def add(self, number: int, data: dict[str, Any]) -> list[str]:
         """The problem with one more valid record: a case x mode (its sample, with --samples) recorded already."""
         key = (data["case_id"], data["mode"], data.get("sample"))
         first = self.first_lines.setdefault(key, number)
@@ -185,8 +185,9 @@ def _records(info: RunInfo, problems: list[str] | None = None) -> Iterator[Line]
             if raw.isspace():  # a blank line (isspace stops at the first other byte; strip would copy the line)
                 continue
             data, found = _line_problems(path, number, raw, info.run_id)
-            found = found or tally.add(number, data)
-            if found:
+            if data is not None:  # a sound line (never with problems): one more than the run holds?
+                found = found or tally.add(number, data)
+            if found or data is None:
                 _report(found, problems)
                 sound = False
             else:

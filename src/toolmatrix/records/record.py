@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 import attrs
 
 from toolmatrix.base.exitcodes import describe_exit
-from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, encode_json_line, migrate
+from toolmatrix.records.codec import (
+    SCHEMA_VERSION,
+    JSONArray,
+    JSONObject,
+    compact,
+    converter,
+    encode_json_line,
+    migrate,
+)
 from toolmatrix.wire.answer import Cut
 
 if TYPE_CHECKING:
@@ -21,7 +29,7 @@ class Word(str, enum.Enum):
     """An enum whose members are the words written in JSON and shown to people (``str()`` and f-strings too)."""
 
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)  # the word itself (the checker reads an Enum's value as Any)
 
 
 class Verdict(Word):
@@ -109,7 +117,7 @@ class Evidence:
     method: str | None = None  # the engine's render and completion protocols used
     prompt_sha256: str | None = None  # of the engine's rendered prompt
     raw_text: str | None = None  # the raw completion
-    calls: list | None = None  # what the family's reference parser read in it: [{name, arguments}]
+    calls: JSONArray | None = None  # what the family's reference parser read in it: [{name, arguments}]
     template: TemplateFinding | None = None
     # Where the raw text came from: "same_generation" (the chat answer itself told it), "regenerated" (a second,
     # raw generation of the engine's render); None where none was had.
@@ -158,12 +166,12 @@ def kept_exchange(kept: Record | Followup, api: str) -> Exchange:
 class Followup:
     """The second turn of a round-trip case: what was sent back, the answer and its checks."""
 
-    request: dict
+    request: JSONObject
     checks: tuple[CheckResult, ...]
     http_status: int | None = None
     latency_s: float = 0.0
     response: Any = None
-    chunks: list | None = None
+    chunks: JSONArray | None = None
     error: str | None = None
     raw_text: str | None = None
     cut: Cut | None = None
@@ -201,16 +209,16 @@ class Record:
     blame: Blame | None  # of the first failing check; None on a pass
     reason: str  # the first failing check and its detail; "" on a pass
     checks: tuple[CheckResult, ...]
-    request: dict
+    request: JSONObject
     latency_s: float = 0.0
     http_status: int | None = None  # None when nothing came back
     response: Any = None
-    chunks: list | None = None
+    chunks: JSONArray | None = None
     error: str | None = None  # transport problem: timeout, refused connection, broken stream
     raw_text: str | None = None  # the body when it was not JSON
     cut: Cut | None = None  # the answer was longer than the client keeps
     description: str | None = None  # the case's description, for a person reading a failure
-    expect: dict | None = None
+    expect: JSONObject | None = None
     followup: Followup | None = None
     engine_death: EngineDeath | None = None
     evidence: Evidence | None = None  # None: not asked for (--evidence off, or a pass under 'failures')
@@ -233,11 +241,12 @@ class Record:
     def outcome(self) -> Outcome:
         return Outcome(self.category, self.verdict, self.blame, self.reason, conformance(self.verdict, self.checks))
 
-    def to_dict(self) -> dict:
-        return converter.unstructure(self)
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = converter.unstructure(self)
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> Record:
+    def from_dict(cls, data: dict[str, Any]) -> Record:
         return converter.structure(migrate(data), cls)
 
     def encode(self) -> str:

@@ -3,11 +3,11 @@ the run ended."""
 
 from __future__ import annotations
 
-import attrs
-
 from typing import Any
 
-from toolmatrix.records.codec import SCHEMA_VERSION, compact, converter, keeps_unknown
+import attrs
+
+from toolmatrix.records.codec import SCHEMA_VERSION, JSONObject, compact, converter, keeps_unknown
 from toolmatrix.records.record import LIVE, REPLAY, EngineDeath, Word
 
 
@@ -34,8 +34,8 @@ class RunEngine:
     image: str | None = None
     image_digest: str | None = None
     binary: str | None = None
-    build: dict | None = None  # what a binary toolmatrix built was built from (its build record)
-    cpu: dict | None = None  # what the engine's machine check found before the start
+    build: JSONObject | None = None  # what a binary toolmatrix built was built from (its build record)
+    cpu: JSONObject | None = None  # what the engine's machine check found before the start
     packages: list[str] | None = None  # a Python engine's exact package versions
     log: str | None = None  # the engine's log, relative to the results directory
     entrypoint: list[str] | None = None  # docker: the container's
@@ -45,7 +45,7 @@ class RunEngine:
     variant: str | None = None  # docker: the image variant of the engine spec
     versions: list[str] | None = None  # replay: the engine's environment (pip freeze)
     skipped_families: dict[str, str] = attrs.field(factory=dict)  # replay: a family not replayed, and why
-    extra: dict = attrs.field(factory=dict)  # what else a launcher told (see codec.keeps_unknown)
+    extra: JSONObject = attrs.field(factory=dict)  # what else a launcher told (see codec.keeps_unknown)
 
     @property
     def replay(self) -> bool:
@@ -66,7 +66,7 @@ class RunModel:
     revision: str | None = None
     chat_template: str | None = None  # the file the launcher handed the engine
     chat_template_sha256: str | None = None
-    extra: dict = attrs.field(factory=dict)
+    extra: JSONObject = attrs.field(factory=dict)
 
 
 @compact
@@ -80,7 +80,7 @@ class Run:
     pair: str  # MODEL@ENGINE, the matrix cell key
     engine: RunEngine
     model: RunModel
-    hardware: dict
+    hardware: JSONObject
     started: str
     finished: str | None
     toolmatrix_version: str
@@ -93,10 +93,11 @@ class Run:
     exit_status: ExitStatus | None = None
     engine_death: EngineDeath | None = None
     api: str = "chat"  # the surface every case of the run went over: a cell per model x engine x surface
-    fuzz: dict | None = None  # --fuzz: {seed, count, hypothesis}, what draws the generated cases again
+    fuzz: JSONObject | None = None  # --fuzz: {seed, count, hypothesis}, what draws the generated cases again
 
-    def to_dict(self) -> dict:
-        return converter.unstructure(self)
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = converter.unstructure(self)
+        return data
 
     @property
     def cell_key(self) -> str:
@@ -104,7 +105,7 @@ class Run:
         return self.pair if self.api == "chat" else f"{self.pair} [{self.api}]"
 
     @classmethod
-    def from_dict(cls, data: dict) -> Run:
+    def from_dict(cls, data: dict[str, Any]) -> Run:
         return converter.structure({**data, "schema_version": SCHEMA_VERSION}, cls)
 
     @property

@@ -9,8 +9,8 @@ from typing import Callable, NamedTuple
 
 from toolmatrix.base.atomic import Replacing, write_json
 from toolmatrix.records.codec import RECORDS, RUN
-from toolmatrix.records.run import Run
 from toolmatrix.records.record import Record, Verdict
+from toolmatrix.records.run import Run
 
 
 class Posted(NamedTuple):

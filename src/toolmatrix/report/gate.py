@@ -28,10 +28,22 @@ from typing import Iterable, Mapping
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
-from toolmatrix.report.passk import sample_stats
-from toolmatrix.records import (REPLAY, Outcome, ResultsError, RunInfo, Verdict, Word, fold, read_run_info,
-                                read_samples, repro_command, repro_prefix, run_dirs)
 from toolmatrix.base.specs import SpecErrors, read_yaml, schema_errors
+from toolmatrix.records import (
+    REPLAY,
+    Outcome,
+    ResultsError,
+    RunInfo,
+    Verdict,
+    Word,
+    fold,
+    read_run_info,
+    read_samples,
+    repro_command,
+    repro_prefix,
+    run_dirs,
+)
+from toolmatrix.report.passk import sample_stats
 
 EXIT_PASS, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 ALL = "*"  # --min-pass-rate '*=0.8': every category together
@@ -143,7 +155,7 @@ class Rate:
 
     def __str__(self) -> str:
         got = f"{100 * self.score:.1f}%" if self.total else "no records"
-        if self.measure is Measure.PASS_LOWER and self.total:
+        if self.measure is Measure.PASS_LOWER and self.total and self.mean is not None:
             return (f"{self.category}: {self.measure} {got} (pass@1 {100 * self.mean:.1f}%, {self.passed}/{self.total} "
                     f"samples) < {100 * self.threshold:g}%")
         return f"{self.category}: {self.measure} {got} ({self.passed}/{self.total}) < {100 * self.threshold:g}%"
@@ -242,7 +254,8 @@ def _pairs(before: dict[str, Loaded], now: dict[str, Loaded], baseline: Path,
            results: Path) -> list[tuple[Loaded, Loaded]]:
     """(baseline run, run) of each pair; two single runs are a pair whatever their pairs."""
     if len(before) == 1 and len(now) == 1:
-        return [(*before.values(), *now.values())]
+        (only_before,), (only_now,) = before.values(), now.values()
+        return [(only_before, only_now)]
     missing = [f"pair {p} is in the results but not in the baseline {baseline}"
                for p in sorted(now.keys() - before.keys())]
     missing += [f"pair {p} is in the baseline but not in the results {results}"
@@ -257,7 +270,9 @@ def _judge(pair: str, before: dict[Key, Outcome], now: dict[Key, Outcome],
     judgements = []
     for key in sorted(before.keys() | now.keys()):
         was, cur = before.get(key), now.get(key)
-        category = (cur or was).category
+        outcome = cur or was
+        assert outcome is not None  # the key is in one of the two
+        category = outcome.category
         entry = next((e for e in allow if e.matches(pair, key, category)), None)
         if entry is not None:
             used.add(entry)
@@ -303,7 +318,7 @@ def _rates(judgements: list[Judgement], samples: dict[Key, list[Outcome]],
         if measure is Measure.PASS_RATE:
             passed, total = sum(j.ruling in (Ruling.PASSED, Ruling.FIXED) for j in scope), len(scope)
         else:
-            judged = [now[j.key].conformant for j in scope if now[j.key].conformant is not None]
+            judged = [conformant for j in scope if (conformant := now[j.key].conformant) is not None]
             passed, total = sum(judged), len(judged)
         rates.append(Rate(measure, category, passed, total, threshold, present))
     return rates

@@ -8,10 +8,12 @@ cases), and pass@1 is the mean over case x mode of each one's share of passing s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any, Hashable
+from collections.abc import Mapping
+from typing import Any, Hashable, TypeVar
 
 from toolmatrix.records import Outcome, Verdict
+
+K = TypeVar("K", bound=Hashable)  # what the samples are grouped by (a case x mode)
 
 Z95 = 1.959964  # the standard normal's 97.5th percentile: a two-sided 95 % interval
 
@@ -40,7 +42,7 @@ def _mean_interval(shares: list[float]) -> dict[str, Any]:
     return {"mean": round(mean, 4), "interval": [round(low, 4), round(high, 4)], "n": len(shares)}
 
 
-def sample_stats(groups: Mapping[Hashable, list[Outcome]]) -> dict[str, Any]:
+def sample_stats(groups: Mapping[K, list[Outcome]]) -> dict[str, Any]:
     """What the samples of each case x mode (``groups``) come to: ``pass_at_1`` (mean, 95 % Wilson interval, n case x
     mode), ``pass_hat_k`` (the share whose samples all passed) and ``all_passed``, ``disagreeing`` (case x mode
     with a passing and a not passing sample), ``conformance`` (mean of each case x mode's share of conformant judged

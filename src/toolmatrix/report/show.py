@@ -17,8 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.live.evidence import client_request
-from toolmatrix.records import (LIVE, Record, ResultsError, Run, kept_exchange, read_run_info, repro_command,
-                                repro_prefix, run_dirs, scan_records)
+from toolmatrix.records import (
+    LIVE,
+    Record,
+    ResultsError,
+    Run,
+    kept_exchange,
+    read_run_info,
+    repro_command,
+    repro_prefix,
+    run_dirs,
+    scan_records,
+)
 from toolmatrix.wire.exchange import Exchange
 from toolmatrix.wire.surfaces import MESSAGES, surface
 

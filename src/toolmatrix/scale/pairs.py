@@ -26,12 +26,12 @@ import pytest
 
 from toolmatrix.base import exitcodes
 from toolmatrix.base.argtypes import base_url
+from toolmatrix.base.specs import SpecErrors
+from toolmatrix.records import RUN
+from toolmatrix.scale.shards import safe_name
 from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.serving.launchers.process import die_with_parent
 from toolmatrix.serving.registry import load_registry, resolve_model
-from toolmatrix.records import RUN
-from toolmatrix.scale.shards import safe_name
-from toolmatrix.base.specs import SpecErrors
 
 LISTS = ("--engine", "--model")
 RESULTS = "--results-dir"
@@ -84,7 +84,8 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
         raise pytest.UsageError("\n".join(problems) + f"\nknown engines: {', '.join(sorted(engines))}"
                                 f"\nknown models: {', '.join(sorted(models))}")
     if base_url or launcher == "external":  # nothing is started: the server serves what it serves
-        return [Pair(model, engine) for engine in engine_ids or [None] for model in model_ids]
+        named: list[str | None] = list(engine_ids) or [None]
+        return [Pair(model, engine) for engine in named for model in model_ids]
     return [Pair(model, engine, engines[engine].refusal(specs[model], launcher or default_launcher(None, engines[engine])))
             for engine in engine_ids for model in model_ids]
 
@@ -155,6 +156,8 @@ class PairRunner:
 
 
 def _counts(results: Path | None) -> str:
+    if results is None:
+        return ""
     try:
         counts = json.loads((results / RUN).read_text())["counts"]
     except (TypeError, OSError, ValueError, KeyError):
@@ -250,7 +253,8 @@ def _print_summary(pairs: list[Pair], outcomes: dict[Pair, int], root: Path | No
         elif pair.refusal:
             lines.append(f"{pair.name}: not run: {pair.refusal}")
         else:
-            lines.append(f"{pair.name}: not run: stopped by {signal.Signals(stopped_by).name}")
+            why = f"stopped by {signal.Signals(stopped_by).name}" if stopped_by is not None else "stopped"
+            lines.append(f"{pair.name}: not run: {why}")
     if page:
         lines.append(f"matrix page of every pair: {page}")
     print("\n".join(lines), flush=True)

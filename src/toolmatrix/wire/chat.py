@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import attrs
 import orjson
 from openai.lib.streaming._deltas import accumulate_delta  # what the client's ChatCompletionStreamState uses
 
 from toolmatrix.wire.answer import Call, Message
-from toolmatrix.wire.base import CHAT, Surface, _short
+from toolmatrix.wire.base import CHAT, Surface, _object, _short
 
 
-def _first_choice(body: Any) -> dict | None:
+def _first_choice(body: Any) -> dict[str, Any] | None:
     if not isinstance(body, dict):
         return None
     choices = body.get("choices")
@@ -23,12 +23,12 @@ def _first_choice(body: Any) -> dict | None:
 
 
 def _call_from(raw: Any) -> Call:
-    raw = raw if isinstance(raw, dict) else {}
-    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    raw = _object(raw)
+    function = _object(raw.get("function"))
     return Call(raw.get("id"), raw.get("type"), function.get("name"), function.get("arguments"), raw.get("index"))
 
 
-def _reasoning(message: dict) -> str | None:
+def _reasoning(message: dict[str, Any]) -> str | None:
     # Engines disagree on the field name; both are seen in the wild.
     value = message.get("reasoning_content", message.get("reasoning"))
     return value if isinstance(value, str) else None
@@ -59,10 +59,10 @@ class _CallBuilder:
     arguments: str | None = None
     index: Any = None
 
-    def add(self, delta: dict) -> None:
+    def add(self, delta: dict[str, Any]) -> None:
         self.id = self.id or delta.get("id")
         self.type = self.type or delta.get("type")
-        function = delta.get("function") if isinstance(delta.get("function"), dict) else {}
+        function = _object(delta.get("function"))
         name = function.get("name")
         if name:
             # Joined like the official client joins it; a name of the wrong type is kept as sent, for the checks.
@@ -75,13 +75,13 @@ class _CallBuilder:
         return Call(self.id, self.type, self.name, self.arguments, self.index)
 
 
-def stream_deltas(chunks: tuple[Any, ...]):
+def stream_deltas(chunks: tuple[Any, ...]) -> Iterator[tuple[int, dict[str, Any], Any]]:
     """Yield ``(chunk_number, choice_delta, finish_reason)`` for every chunk that carries a first choice."""
     for number, chunk in enumerate(chunks):
         choice = _first_choice(chunk)
         if choice is None:
             continue
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = _object(choice.get("delta"))
         yield number, delta, choice.get("finish_reason")
 
 
@@ -96,7 +96,7 @@ def assemble_stream(chunks: tuple[Any, ...]) -> Message:
 
 
 def _assemble_as_client(chunks: tuple[Any, ...]) -> Message:
-    snapshot: dict = {}
+    snapshot: dict[Any, Any] = {}  # the accumulator's own type: dict[object, object]
     finish = None
     for _, delta, finish_reason in stream_deltas(chunks):
         # The accumulator keeps (and extends) the dicts it is given: give it copies, the chunks stay as recorded.
@@ -149,7 +149,7 @@ class Chat(Surface):
     name = "Chat Completions"
     checks_error_shape = False  # engines' chat errors predate this check; the openai client copes with any shape
 
-    def request(self, chat: dict) -> dict:
+    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
         return chat
 
     def message(self, body: Any) -> Message | None:
@@ -161,7 +161,7 @@ class Chat(Surface):
     def stream_problem(self, chunks: tuple[Any, ...]) -> str | None:
         """Tool-call deltas without an integer index, a first delta without id or name, an index reused by
         another call, a name sent again (a client joins it: NAMENAME), a fragment not a string, no finish."""
-        seen: dict[int, dict] = {}
+        seen: dict[int, dict[str, Any]] = {}
         finished = False
         for number, delta, finish in stream_deltas(chunks):
             finished = finished or finish is not None

@@ -22,7 +22,7 @@ class Exchange:
     """A request and what came back: a JSON body, a list of stream chunks, or an error."""
 
     mode: Mode
-    request: dict
+    request: dict[str, Any]
     http_status: int | None = None  # None when nothing came back
     response: Any = None  # parsed JSON body (non-stream, or the error body)
     chunks: tuple[Any, ...] = ()  # every stream chunk in order, parsed JSON (or the raw line if not JSON)

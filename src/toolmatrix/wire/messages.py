@@ -8,13 +8,23 @@ from typing import Any
 
 from toolmatrix.base import jsontext
 from toolmatrix.wire.answer import Call, Message
-from toolmatrix.wire.base import (MESSAGES, Surface, _events, _flat_choice, _flat_tool, _key, _short, _text_parts,
-                                  joined_text)
+from toolmatrix.wire.base import (
+    MESSAGES,
+    Surface,
+    _events,
+    _flat_choice,
+    _flat_tool,
+    _key,
+    _object,
+    _short,
+    _text_parts,
+    joined_text,
+)
 
 MESSAGES_MAX_TOKENS = 1024  # the Messages API requires max_tokens; sent when the case and the model give none
 
 
-def _tool_use(call: dict) -> dict:
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function") or {}
     arguments = function.get("arguments")
     try:
@@ -24,16 +34,17 @@ def _tool_use(call: dict) -> dict:
     return {"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": value}
 
 
-def _anthropic_messages(messages: list[dict]) -> tuple[list[str], list[dict]]:
+def _anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[Any], list[dict[str, Any]]]:
     """The system text and the turns: tool results become tool_result blocks of one user turn, joined to their
     calls by ``tool_use_id``; an assistant's calls, tool_use blocks after its text."""
-    system, turns = [], []
+    system: list[Any] = []  # each system message's text, or its content as it came (request() keeps strings)
+    turns: list[dict[str, Any]] = []
     for message in messages:
         role, content = message.get("role"), message.get("content")
         if role in ("system", "developer"):
             system.append(joined_text(content))
         elif role == "tool":
-            result = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _text_parts(content, "text")}
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id"), "content": _text_parts(content, "text")}
             if turns and turns[-1]["role"] == "user" and isinstance(turns[-1]["content"], list) and all(
                     b.get("type") == "tool_result" for b in turns[-1]["content"]):
                 turns[-1]["content"].append(result)
@@ -67,7 +78,7 @@ def _anthropic_tool(tool: Any) -> Any:
     return {**out, "description": flat["description"]} if "description" in flat else out
 
 
-def _block_message(blocks: list, stop: Any) -> Message:
+def _block_message(blocks: list[Any], stop: Any) -> Message:
     content, reasoning, calls = [], [], []
     for block in blocks:
         if not isinstance(block, dict):
@@ -92,7 +103,7 @@ class Messages(Surface):
     answer_key = "content"
     name = "Anthropic Messages"
 
-    def request(self, chat: dict) -> dict:
+    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
         moved = ("messages", "tools", "tool_choice", "parallel_tool_calls")
         body = {k: v for k, v in chat.items() if k not in moved}
         system, body["messages"] = _anthropic_messages(chat.get("messages", []))
@@ -116,7 +127,7 @@ class Messages(Surface):
     def assemble(self, chunks: tuple[Any, ...]) -> Message:
         """As the anthropic client's stream accumulator does: blocks as started, text and thinking from their
         deltas, a tool_use's input from its input_json_delta fragments joined; the stop from message_delta."""
-        blocks: dict[Any, dict] = {}
+        blocks: dict[Any, dict[str, Any]] = {}
         stop = None
         for _, event in _events(chunks):
             kind, index = event["type"], _key(event.get("index"))
@@ -144,14 +155,14 @@ class Messages(Surface):
         if not events or events[0][1]["type"] != "message_start":
             return "the stream does not begin with message_start"
         open_blocks: dict[Any, str] = {}
-        stopped: set = set()
+        stopped: set[Any] = set()
         stop_reason = None
         for number, event in events:
             kind, index = event["type"], _key(event.get("index"))
             if kind == "error":
                 return f"event {number}: error: {_short(event.get('error'), 120)}"
             if kind == "content_block_start":
-                block = event.get("content_block") if isinstance(event.get("content_block"), dict) else {}
+                block = _object(event.get("content_block"))
                 if block.get("type") == "tool_use" and (not block.get("id") or not block.get("name")):
                     return f"event {number}: tool_use block started without id or name: {_short(block)}"
                 open_blocks[index] = str(block.get("type"))

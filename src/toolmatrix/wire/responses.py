@@ -6,16 +6,27 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from toolmatrix.wire.answer import Call, Message
-from toolmatrix.wire.base import (RESPONSES, Surface, _events, _flat_choice, _flat_tool, _key, _short, _text,
-                                  _text_parts, joined_text)
+from toolmatrix.wire.base import (
+    RESPONSES,
+    Surface,
+    _events,
+    _flat_choice,
+    _flat_tool,
+    _key,
+    _object,
+    _short,
+    _text,
+    _text_parts,
+    joined_text,
+)
 
 
-def _output_keys(chunks: Iterable[Any]) -> Iterator[tuple[int, dict, Any]]:
+def _output_keys(chunks: Iterable[Any]) -> Iterator[tuple[int, dict[str, Any], Any]]:
     """Responses events with the output item each is about: its ``output_index``, or, from an engine that leaves
     that out (a wire_shape failure of its own), its item's id, so that two calls are still two."""
     by_id: dict[Any, Any] = {}
     for number, event in _events(chunks):
-        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        item = _object(event.get("item"))
         item_id = _key(event.get("item_id", item.get("id")))
         key = _key(event["output_index"]) if "output_index" in event else by_id.get(item_id, item_id)
         if item_id is not None:
@@ -23,7 +34,7 @@ def _output_keys(chunks: Iterable[Any]) -> Iterator[tuple[int, dict, Any]]:
         yield number, event, key
 
 
-def _responses_items(message: dict) -> list[dict]:
+def _responses_items(message: dict[str, Any]) -> list[dict[str, Any]]:
     role = message.get("role")
     if role == "tool":
         return [{"type": "function_call_output", "call_id": message.get("tool_call_id"),
@@ -31,7 +42,7 @@ def _responses_items(message: dict) -> list[dict]:
     if role != "assistant":
         return [{"role": role, "content": _text_parts(message.get("content"), "input_text")}]
     # An earlier answer's text as the answer's own output item: what a client replaying its history sends back.
-    items = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": message["content"]}]}
+    items: list[dict[str, Any]] = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": message["content"]}]}
              ] if message.get("content") else []
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -40,11 +51,11 @@ def _responses_items(message: dict) -> list[dict]:
     return items
 
 
-def _reasoning_text(item: dict) -> str | None:
+def _reasoning_text(item: dict[str, Any]) -> str | None:
     return _text(item.get("content"), ("reasoning_text",)) or _text(item.get("summary"), ("summary_text",))
 
 
-def _output_message(items: list, status: Any, incomplete: Any) -> Message:
+def _output_message(items: list[Any], status: Any, incomplete: Any) -> Message:
     content, reasoning, calls = [], [], []
     for item in items:
         if not isinstance(item, dict):
@@ -66,9 +77,9 @@ class Responses(Surface):
     answer_key = "output"
     name = "Responses"
 
-    def request(self, chat: dict) -> dict:
+    def request(self, chat: dict[str, Any]) -> dict[str, Any]:
         renamed = {"messages": None, "tools": None, "tool_choice": None, "max_tokens": "max_output_tokens"}
-        body = {renamed.get(k, k): v for k, v in chat.items() if renamed.get(k, k)}
+        body = {new: v for k, v in chat.items() if (new := renamed.get(k, k))}
         body["input"] = [item for m in chat.get("messages", []) for item in _responses_items(m)]
         if "tools" in chat:
             body["tools"] = [_flat_tool(t) for t in chat["tools"]]
@@ -84,8 +95,8 @@ class Responses(Surface):
     def assemble(self, chunks: tuple[Any, ...]) -> Message:
         """As the openai client's stream state does: items as announced, their text and arguments from the deltas;
         the status from the terminal event."""
-        items: dict[Any, dict] = {}
-        final: dict = {}
+        items: dict[Any, dict[str, Any]] = {}
+        final: dict[str, Any] = {}
         for _, event, index in _output_keys(chunks):
             kind = event["type"]
             if kind == "response.output_item.added" and isinstance(event.get("item"), dict):
@@ -102,7 +113,7 @@ class Responses(Surface):
                 items.setdefault(index, {"type": "reasoning", "content": [], "parts": []})["parts"].append(
                     str(event.get("delta", "")))
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
-                final = event.get("response") if isinstance(event.get("response"), dict) else {}
+                final = _object(event.get("response"))
         output = []
         for item in items.values():
             if "parts" in item:
@@ -116,12 +127,12 @@ class Responses(Surface):
         arguments .done or output_item.done other than the deltas joined, an item never done, no terminal
         ``response.completed``, several items without ``output_index``, or a completed response whose calls are
         not the streamed ones."""
-        calls: dict[Any, dict] = {}
-        done: set = set()
+        calls: dict[Any, dict[str, Any]] = {}
+        done: set[Any] = set()
         final = None
         for number, event, index in _output_keys(chunks):
             kind = event["type"]
-            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            item = _object(event.get("item"))
             if kind == "error" or kind == "response.failed":  # the error event carries code and message itself
                 said = event.get("error") or event.get("message") or event.get("response")
                 return f"event {number}: {kind}: {_short(said, 120)}"

@@ -26,11 +26,11 @@ from typing import Any, Iterable
 import yaml
 
 from toolmatrix.scale.executors import EmitError, header
-from toolmatrix.serving.launchers.base import LaunchError
+from toolmatrix.scale.shards import Plan, Shard, safe_name, with_options
+from toolmatrix.serving.launchers.base import LaunchError, docker_of
 from toolmatrix.serving.launchers.docker import TEMPLATES_DIR, ContainerConfig, Mount, container_config
 from toolmatrix.serving.placeholders import render
 from toolmatrix.serving.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
-from toolmatrix.scale.shards import Plan, Shard, safe_name, with_options
 
 RESULTS_MOUNT = "/results"
 DEFAULT_RESULTS_CLAIM = "toolmatrix-results"
@@ -86,7 +86,10 @@ def _shm(config: ContainerConfig) -> list[tuple[dict, dict]]:
 
 def quantity(docker_size: str) -> str:
     """Docker's size (``32g``: binary units, as ``--shm-size`` reads it) as a Kubernetes quantity (``32Gi``)."""
-    number, unit = re.fullmatch(r"(\d+)([bkmg]?)", docker_size.lower()).groups()
+    match = re.fullmatch(r"(\d+)([bkmg]?)", docker_size.lower())
+    if match is None:  # engine.schema.json lets no other size through
+        raise ValueError(f"not a docker size: {docker_size!r}")
+    number, unit = match.groups()
     return number + {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi"}[unit]
 
 
@@ -169,7 +172,7 @@ def job(shard: Shard, engines: dict[str, EngineSpec], models: dict[str, ModelSpe
     """One shard's Job. Raises EmitError when the shard's engine cannot run in a Pod (the message says why)."""
     engine, model = engines[shard.engine], resolve_model(models, shard.model)
     config = _config(shard, engine, model)
-    models_dir = engine.docker.models_dir
+    models_dir = docker_of(engine).models_dir  # _config: the engine has a docker launcher
     pairs = [_volume(m, models_dir, models_claim, i) for i, m in enumerate(config.mounts)] + _shm(config)
     init = [templates_container(m, toolmatrix_image) for m in config.mounts if m.container == TEMPLATES_DIR]
     model_arg, extra_env = model_option(engine, model, shard, config, models)

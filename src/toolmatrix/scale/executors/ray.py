@@ -105,7 +105,10 @@ def _extract(tar: tarfile.TarFile, where: Path) -> None:
     for member in tar.getmembers():
         if not member.isfile() or Path(member.name).is_absolute() or ".." in Path(member.name).parts:
             raise tarfile.TarError(f"refused archive member {member.name!r}: not a plain file inside the folder")
-    tar.extractall(where, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(where, filter="data")
+    else:  # a Python without extraction filters
+        tar.extractall(where)
 
 
 def _file(results: Path, root: Path, shard: Shard) -> Path:

@@ -7,7 +7,7 @@ Every launcher has the same small surface (``Launcher``); the pytest plugin pick
 
 from __future__ import annotations
 
-from toolmatrix.serving.launchers.base import Endpoint, LaunchError, Launcher, NotServed
+from toolmatrix.serving.launchers.base import Endpoint, Launcher, LaunchError, NotServed
 from toolmatrix.serving.launchers.docker import DockerLauncher
 from toolmatrix.serving.launchers.external import ExternalLauncher
 from toolmatrix.serving.launchers.process import ProcessLauncher

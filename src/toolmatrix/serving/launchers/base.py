@@ -5,13 +5,39 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+
+if TYPE_CHECKING:
+    from toolmatrix.serving.registry import DockerSpec, EngineSpec, ModelSpec, ProcessSpec, WeightsSource
 
 
 class LaunchError(RuntimeError):
     """The engine could not be started or never became ready; the message carries its log tail."""
+
+
+def process_of(engine: EngineSpec) -> ProcessSpec:
+    """The engine's ``process:`` section. Launcher code runs only where refusal() (or a filter on the section)
+    found one; should an engine without one get this far, the error says so instead of an AttributeError."""
+    if engine.process is None:
+        raise LaunchError(f"engine {engine.id!r} has no process launcher ({engine.source.name} has no `process:`)")
+    return engine.process
+
+
+def docker_of(engine: EngineSpec, variant: str | None = None) -> DockerSpec:
+    """The engine's ``docker:`` section with ``variant``'s image (see ``process_of`` for why it raises)."""
+    if engine.docker is None:
+        raise LaunchError(f"engine {engine.id!r} has no docker launcher ({engine.source.name} has no `docker:`)")
+    return engine.docker.variant(variant)
+
+
+def weights_of(engine: EngineSpec, model: ModelSpec) -> WeightsSource:
+    """The model's weights of the kind the engine loads; refusal() has made sure there are some."""
+    source = model.weights_source(engine.weights_kind)
+    if source is None:
+        raise LaunchError(f"model {model.id!r} has no {engine.weights_kind} weights, which {engine.title} loads")
+    return source
 
 
 class NotServed(LaunchError):

@@ -25,9 +25,17 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file, pid_alive
-from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
+from toolmatrix.serving.launchers.base import (
+    Endpoint,
+    LaunchError,
+    context_size,
+    docker_of,
+    log_file,
+    pid_alive,
+    weights_of,
+)
 from toolmatrix.serving.launchers.process import free_port
+from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
 from toolmatrix.serving.placeholders import WEIGHTS_ARGS, render, render_args
 from toolmatrix.serving.registry import DockerSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir, given
 from toolmatrix.serving.weights import WeightsError, chat_template_info, local_weights, sha256_of
@@ -36,8 +44,9 @@ try:
     import docker
     from docker.errors import DockerException, ImageNotFound, NotFound
 except ImportError:  # the SDK is needed to start containers, not to plan them
-    docker = None
-    DockerException = ImageNotFound = NotFound = type("NoDockerSDK", (Exception,), {})
+    # Stand-ins the checker cannot type as the module and classes they replace (``client`` refuses without them).
+    docker = None  # type: ignore[assignment]
+    DockerException = ImageNotFound = NotFound = type("NoDockerSDK", (Exception,), {})  # type: ignore[assignment,misc]
 
 LABEL_RUN = "toolmatrix.run"
 LABEL_PAIR = "toolmatrix.pair"
@@ -122,7 +131,7 @@ class ContainerConfig:
             ids = str(self.gpus)[len(DEVICES):].split(",")
             kwargs["device_requests"] = [DeviceRequest(device_ids=ids, capabilities=[["gpu"]])]
         elif self.gpus != "none":
-            count = -1 if self.gpus == "all" else self.gpus  # -1: every GPU, as `--gpus all`
+            count = -1 if self.gpus == "all" else int(self.gpus)  # -1: every GPU, as `--gpus all`; else a count
             kwargs["device_requests"] = [DeviceRequest(count=count, capabilities=[["gpu"]])]
         if self.ipc:
             kwargs["ipc_mode"] = self.ipc
@@ -167,13 +176,14 @@ def _weights_values(model: ModelSpec, source: WeightsSource, spec: DockerSpec, f
         except WeightsError as exc:
             raise LaunchError(str(exc)) from None
         mount = Mount(str(path.parent), spec.models_dir, read_only=True)
-        ref, name, mounts = f"{spec.models_dir}/{path.name}", path.name, (mount,)
+        mounts: tuple[Mount, ...] = (mount,)
+        ref, name = f"{spec.models_dir}/{path.name}", path.name
     else:
         ref, name, mounts = source.ref, source.ref.rsplit("/", 1)[-1], ()
     return {"weights": ref, "weights_name": name, "weights_file": source.file, "revision": source.revision}, mounts
 
 
-def _template_values(engine: EngineSpec, model: ModelSpec, spec: DockerSpec) -> tuple[str, tuple]:
+def _template_values(engine: EngineSpec, model: ModelSpec, spec: DockerSpec) -> tuple[str, tuple[Mount, ...]]:
     bundled = model.engine_templates.get(engine.id)
     if bundled and spec.bundled_templates:
         return f"{spec.bundled_templates}/{bundled}", ()
@@ -196,8 +206,8 @@ def container_config(engine: EngineSpec, model: ModelSpec, *, slots: int = 2, ru
     refusal = engine.refusal(model, "docker")
     if refusal:
         raise LaunchError(refusal)
-    spec = engine.docker.variant(variant)
-    source = model.weights_source(engine.weights_kind)
+    spec = docker_of(engine, variant)
+    source = weights_of(engine, model)
     host_port = host_port or engine.port
     port = host_port if network == "host" else engine.port  # host networking: the engine must bind the free port
     weights, weight_mounts = _weights_values(model, source, spec, fetch)
@@ -302,7 +312,7 @@ class DockerLauncher:
         if refusal:
             raise LaunchError(refusal)
         try:
-            engine.docker.variant(variant)
+            docker_of(engine, variant)
         except KeyError as exc:
             raise LaunchError(f"engine {engine.id!r}: {exc.args[0]}") from None
         self.engine, self.model, self.slots, self.variant, self.network = engine, model, slots, variant, network
@@ -328,12 +338,12 @@ class DockerLauncher:
 
     def start(self) -> Endpoint:
         try:
-            self._prepare()
+            config = self._prepare()
         except DockerException as exc:
             raise LaunchError(f"{self.engine.id}: docker: {exc}") from None
         try:
-            self.container = self.client.containers.run(**self.config.run_kwargs(os.environ))
-            self._wait_ready()
+            self.container = self.client.containers.run(**config.run_kwargs(os.environ))
+            self._wait_ready(config)
         except BaseException as exc:
             tail = self.log_tail() if isinstance(exc, DockerException) else ""
             self.stop()  # never leave a half-started container behind
@@ -341,21 +351,23 @@ class DockerLauncher:
                 raise LaunchError(f"{self.engine.id}: docker refused the container: {exc}\n"
                                   f"--- log tail ---\n{tail}") from None
             raise
-        return Endpoint(self.root_url + self.engine.api_prefix, render(self.engine.served_model, self.config.values))
+        return Endpoint(self.root_url + self.engine.api_prefix, render(self.engine.served_model, config.values))
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> ContainerConfig:
         """Remove leftovers of dead runs, make sure the image is here, and build the container config."""
         for name in cleanup_stale(self.client):
             self.log(f"toolmatrix: removed container {name} left by an earlier run")
-        image = ensure_image(self.client, self.engine.docker.variant(self.variant), self.log)
+        image = ensure_image(self.client, docker_of(self.engine, self.variant), self.log)
         self.image_digest = (image.attrs.get("RepoDigests") or [image.id])[0]
-        self.config = container_config(self.engine, self.model, slots=self.slots, run_id=self.run_id,
-                                       variant=self.variant, network=self.network, host_port=free_port(), fetch=True)
-        self.root_url = f"http://127.0.0.1:{self.config.host_port}"
+        self.config = config = container_config(self.engine, self.model, slots=self.slots, run_id=self.run_id,
+                                                variant=self.variant, network=self.network, host_port=free_port(),
+                                                fetch=True)
+        self.root_url = f"http://127.0.0.1:{config.host_port}"
+        return config
 
-    def _wait_ready(self) -> None:
-        become_ready(self.engine, self.root_url, self.config.values,
-                     Watched(f"{self.engine.id} (container {self.config.name})", self.engine.id, self.alive,
+    def _wait_ready(self, config: ContainerConfig) -> None:
+        become_ready(self.engine, self.root_url, config.values,
+                     Watched(f"{self.engine.id} (container {config.name})", self.engine.id, self.alive,
                              self.exit_code, self.log_tail))
 
     def stop(self) -> None:
@@ -408,7 +420,7 @@ class DockerLauncher:
             "flags": list(config.command) if config else [],
             "entrypoint": list(config.entrypoint) if config and config.entrypoint else None,
             "base_url": self.root_url + self.engine.api_prefix,
-            "image": config.image if config else self.engine.docker.variant(self.variant).image,
+            "image": config.image if config else docker_of(self.engine, self.variant).image,
             "image_digest": self.image_digest,
             "binary": None,
             "container": config.name if config else None,
@@ -421,8 +433,8 @@ class DockerLauncher:
     def weights_info(self) -> dict[str, Any]:
         """Which weights and chat template the container got: a hub repository with its revision, or a local
         file with its SHA-256."""
-        source = self.model.weights_source(self.engine.weights_kind)
-        spec = self.engine.docker.variant(self.variant)
+        source = weights_of(self.engine, self.model)
+        spec = docker_of(self.engine, self.variant)
         template, mounts = _template_values(self.engine, self.model, spec)
         bundled = f"{template} (in image {spec.image})" if template and not mounts else None
         used = chat_template_info(self.model, source, passed=bool(mounts), bundled=bundled)

@@ -22,7 +22,7 @@ from typing import Any
 
 from toolmatrix.base.exitcodes import describe_exit
 from toolmatrix.serving.launchers import cores
-from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file
+from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file, process_of
 from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
 from toolmatrix.serving.placeholders import names_in, render, render_args
 from toolmatrix.serving.registry import CheckSpec, EngineSpec, ModelSpec, WeightsSource, cache_dir
@@ -60,17 +60,18 @@ def binary_override_var(engine_id: str) -> str:
 
 
 def find_binary(engine: EngineSpec) -> Path | None:
-    name = engine.process.binary
+    spec = process_of(engine)
+    name = spec.binary
     override = os.environ.get(binary_override_var(engine.id))
     if override:
         return Path(override)
-    if engine.process.venv:  # complete only once every install step has run
+    if spec.venv:  # complete only once every install step has run
         return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
     # One toolmatrix builds is complete with the record of what it was built from and its machine check (an older
     # build, made for the CPU that built it, lacks them: it is rebuilt).
-    built = not engine.process.install or build_record(cached).is_file()
-    checked = not engine.process.check or cached.with_name(engine.process.check.program).is_file()
+    built = not spec.install or build_record(cached).is_file()
+    checked = not spec.check or cached.with_name(spec.check.program).is_file()
     if cached.is_file() and built and checked:
         return cached
     found = shutil.which(name)
@@ -87,7 +88,9 @@ def build_record(binary: Path) -> Path:
 
 def install_venv(engine: EngineSpec) -> Path:
     """Create the engine's virtual environment from the pip steps of its spec (process.venv)."""
-    spec, venv = engine.process.venv, venv_dir(engine)
+    spec, venv = process_of(engine).venv, venv_dir(engine)
+    if spec is None:  # install_binary asks for a venv only where the spec has one
+        raise LaunchError(f"engine {engine.id!r} installs no virtual environment (its process spec has no `venv:`)")
     print(f"toolmatrix: installing {engine.title} into {venv} (once)", file=sys.stderr, flush=True)
     pip = [str(venv_bin(engine, "python")), "-m", "pip", "--disable-pip-version-check"]
     commands = [[sys.executable, "-m", "venv", "--clear", str(venv)]]
@@ -101,18 +104,19 @@ def install_venv(engine: EngineSpec) -> Path:
             raise LaunchError(f"installing {engine.id} failed (exit {result.returncode}): {shlex.join(command)}")
     freeze = subprocess.run([*pip, "freeze"], capture_output=True, text=True, check=True).stdout
     (venv / INSTALLED).write_text(freeze)  # also what run.json reports as the engine's exact versions
-    return venv_bin(engine, engine.process.binary)
+    return venv_bin(engine, process_of(engine).binary)
 
 
 def install_binary(engine: EngineSpec) -> Path:
     """Build or install the engine into the cache: its venv steps, or its install script (llama-server)."""
-    if engine.process.venv:
+    spec = process_of(engine)
+    if spec.venv:
         return install_venv(engine)
-    script = engine.process.install
+    script = spec.install
     if not script:
-        raise LaunchError(f"{engine.process.binary} not found (set {binary_override_var(engine.id)} or put it on PATH)")
+        raise LaunchError(f"{spec.binary} not found (set {binary_override_var(engine.id)} or put it on PATH)")
     path = resources.files("toolmatrix.data").joinpath(script)
-    print(f"toolmatrix: {engine.process.binary}: {script} (a build takes minutes, once; a current one is kept)",
+    print(f"toolmatrix: {spec.binary}: {script} (a build takes minutes, once; a current one is kept)",
           file=sys.stderr, flush=True)
     with resources.as_file(path) as script_path:
         result = subprocess.run(["bash", str(script_path), str(cache_dir() / "bin")], stdout=sys.stderr)
@@ -174,7 +178,7 @@ class ProcessLauncher:
     def command(self, port: int, fetch: bool = True) -> list[str]:
         """The engine's arguments. fetch=False (plan) names the weights without assembling or converting them."""
         source = self.model.weights_source(self.engine.weights_kind)
-        python = venv_bin(self.engine, "python") if self.engine.process.venv else None
+        python = venv_bin(self.engine, "python") if process_of(self.engine).venv else None
         try:
             self.weights = local_weights(self.model, source, fetch, python) if source else None
         except WeightsError as exc:
@@ -186,7 +190,7 @@ class ProcessLauncher:
             **self._cpu_values(),
         }
         # An argument that renders empty goes with its flag (no chat template: no --chat-template-file).
-        return render_args([*self.engine.process.args, *self.engine.tool_args(self.model)], self.values)
+        return render_args([*process_of(self.engine).args, *self.engine.tool_args(self.model)], self.values)
 
     def _cpu_values(self) -> dict[str, str]:
         """``{threads}`` and ``{cpus}``: the leased cores of a started engine; all usable ones for a plan."""
@@ -197,7 +201,7 @@ class ProcessLauncher:
 
     def spec_env(self) -> dict[str, str]:
         """The engine spec's own environment (templates filled in by ``command``), without the caller's."""
-        return {name: render(value, self.values) for name, value in self.engine.process.env.items()}
+        return {name: render(value, self.values) for name, value in process_of(self.engine).env.items()}
 
     def served_model(self) -> str:
         """The model name requests must carry (``command`` fills in the values)."""
@@ -205,8 +209,9 @@ class ProcessLauncher:
 
     def start(self) -> Endpoint:
         binary = find_binary(self.engine) or install_binary(self.engine)
-        if self.engine.process.check:  # proven on this machine before trusted (a build may come from another)
-            self.cpu = machine_check(binary, self.engine.process.check, self.engine.id)
+        check = process_of(self.engine).check
+        if check:  # proven on this machine before trusted (a build may come from another)
+            self.cpu = machine_check(binary, check, self.engine.id)
         port = free_port()
         self.lease = cores.lease()
         try:
@@ -285,7 +290,7 @@ class ProcessLauncher:
 
     def package_version(self) -> str | None:
         """The installed version of the package that is the engine (for servers that do not tell theirs)."""
-        venv = self.engine.process.venv
+        venv = process_of(self.engine).venv
         wanted = venv.package.lower().replace("_", "-") if venv else None
         for line in self.packages() or ():
             name, _, version = line.partition("==")
@@ -295,7 +300,7 @@ class ProcessLauncher:
 
     def packages(self) -> list[str] | None:
         """Exact versions of a Python engine's environment (pip freeze at install time)."""
-        if self.engine.process.venv is None:
+        if process_of(self.engine).venv is None:
             return None
         installed = venv_dir(self.engine) / INSTALLED
         return installed.read_text().split() if installed.is_file() else None
@@ -304,7 +309,7 @@ class ProcessLauncher:
         """Which weights and chat template the engine loaded, with their SHA-256 (a local file has no revision:
         its hash pins it)."""
         source = self.model.weights_source(self.engine.weights_kind)
-        spec = self.engine.process
+        spec = process_of(self.engine)
         passed = "chat_template" in names_in([*spec.args, *spec.env.values()])
         return {**self._weights_fingerprint(source), **chat_template_info(self.model, source, passed)}
 

@@ -16,7 +16,6 @@ from toolmatrix.serving.launchers.base import LaunchError
 from toolmatrix.serving.placeholders import render, render_json
 from toolmatrix.serving.registry import EngineSpec, ReadinessStep
 
-
 ANSWER_LIMIT = 1024 * 1024  # what a readiness answer, a model list or a one-token answer needs, and more
 
 
@@ -135,7 +134,7 @@ def run_step(root_url: str, step: ReadinessStep, values: Mapping[str, str], engi
         time.sleep(1.0)
 
 
-def probe_version(root_url: str, probe: dict | None) -> str | None:
+def probe_version(root_url: str, probe: Mapping[str, str] | None) -> str | None:
     """Ask the running server for its version (a dotted field of a JSON endpoint)."""
     if not probe:
         return None
