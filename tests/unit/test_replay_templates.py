@@ -29,7 +29,6 @@ TEMPLATED = {family: turn.source.removeprefix("template:") for family, turn in T
 # Fixtures that are no rendering, by design, each with why.
 NOT_RENDERINGS = {
     "truncated": "cut off mid-call on purpose (max_tokens)",
-    "channel_first": "the form of OpenAI's Harmony guide, not the template's",
     "call_in_think": "a turn of reasoning alone, after which each template renders an empty answer its own way",
 }
 
@@ -43,6 +42,8 @@ def _skip_reason(fixture: Fixture) -> str | None:
     variant = fixture.source.removeprefix("generated:")
     if variant in NOT_RENDERINGS:
         return NOT_RENDERINGS[variant]
+    if TURNS[fixture.family].history is not None and not variant.startswith("history_layout"):
+        return "the model's generated layout: its history_layout variants are held to the template's"
     if fixture.family == "deepseek_v31" and fixture.expected.reasoning is not None:
         return "DeepSeek V3.1's template drops a past turn's reasoning"
     return None
@@ -142,3 +143,12 @@ def test_a_writer_that_strays_from_its_template_fails(templates: dict[str, str])
     strayed = attrs.evolve(fixture, text="<|python_tag|>" + fixture.text)
     assert not _is_rendering(_completion(templates["llama3_json"], strayed), strayed)
 
+
+def test_harmony_generates_another_layout_than_its_template_writes(templates: dict[str, str]) -> None:
+    """gpt-oss generates channel-first calls with ``<|constrain|>json``; its template writes a past call recipient
+    first: the plain fixtures are the former, no rendering, and the ``history_layout`` variants the latter."""
+    harmony = {f.id: f for f in _fixtures() if f.family == "harmony"}
+    for fid in ("harmony.single.get_weather_paris.plain", "harmony.variant.call_first"):
+        assert not _is_rendering(_completion(templates["harmony"], harmony[fid]), harmony[fid]), fid
+    for fid in ("harmony.variant.history_layout", "harmony.variant.history_layout_call_first"):
+        assert _is_rendering(_completion(templates["harmony"], harmony[fid]), harmony[fid]), fid

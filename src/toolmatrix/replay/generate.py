@@ -17,7 +17,7 @@ from toolmatrix.library.cases import Case, load_cases
 from toolmatrix.judge.checks import value_matches
 
 from .fixtures import Expected, Fixture
-from .writers import TURNS, Call, Style, answer, harmony_channel_first, llama3_tagged
+from .writers import TURNS, Call, Style, answer, llama3_tagged
 
 # family -> (model id, reasoning style): registered ids of engines/models.yaml where one exists, so the
 # reasoning parser comes from the same place as on the live tier; the style is written on each fixture.
@@ -209,11 +209,14 @@ def _variants(maker: _Family, turn) -> Iterator[Fixture]:
                          write=llama3_tagged)
         yield maker.make(f"{base}.text_before", TOOLS, [WEATHER], ["text_before"], "text_before", PREAMBLE,
                          text=f"{PREAMBLE}\n\n{plain}", probe=True)
+    if turn.history is not None:  # the template's layout of a past call, which the model does not generate
+        yield maker.make(f"{base}.history_layout", TOOLS, [WEATHER], ["history_layout"], "history_layout",
+                         write=turn.history)
     if family == "harmony":
-        yield maker.make(f"{base}.channel_first", TOOLS, [WEATHER], [], "channel_first",
-                         write=harmony_channel_first)
-        # gpt-oss rarely calls without an analysis message first; one variant keeps that path.
+        # gpt-oss rarely calls without an analysis message first; one variant keeps that path, in each layout.
         yield maker.make(f"{base}.call_first", TOOLS, [WEATHER], [], "call_first", thinks=False)
+        yield maker.make(f"{base}.history_layout_call_first", TOOLS, [WEATHER], ["history_layout"],
+                         "history_layout_call_first", thinks=False, write=turn.history)
     three = [WEATHER, ("get_weather", {"city": "Tokyo"}), NESTED]
     if not turn.one_call:
         yield maker.make(f"{base}.three_calls", TOOLS, three, ["parallel"], "three_calls")

@@ -3,8 +3,10 @@
 The inverse of ``formats``' reference parsers. A writer takes calls and a ``Style`` and returns the calls' raw text;
 a ``Turn`` (``TURNS``) says how the family's official chat template lays the rest of an assistant turn around them:
 reasoning, text before the calls, the turn's end marker. Where a template renders calls, writer and ``Turn`` equal
-its rendering (tests/unit/test_replay_templates.py holds them so); elsewhere ``Turn.source`` names the public page
-the format comes from. ``Style(loose=True)`` writes a layout no template writes: robustness probes only.
+its rendering (tests/unit/test_replay_templates.py holds them so), unless the model generates another layout than
+the template writes into a prompt's history (``Turn.history``: gpt-oss), where the writer is the generated form and
+``Turn.history`` the template's; elsewhere ``Turn.source`` names the public page the format comes from.
+``Style(loose=True)`` writes a layout no template writes: robustness probes only.
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ class Style:
     """Extra whitespace and newlines inside and between markers (pretty-printed JSON, blank lines)."""
 
 
-def _json(value: Any, style: Style) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2 if style.loose else None)
+def _json(value: Any, style: Style, compact: bool = False) -> str:
+    """Arguments as JSON: ``json.dumps``'s spacing (what templates' ``tojson`` writes), ``compact`` without spaces
+    (gpt-oss's generated arguments), pretty-printed when loose."""
+    if style.loose:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":") if compact else None)
 
 
 def _text_value(value: Any) -> str:
@@ -99,17 +105,18 @@ def mistral_v11(calls: Sequence[Call], style: Style) -> str:
 
 
 def harmony(calls: Sequence[Call], style: Style) -> str:
-    # One call per completion: <|call|> is a stop token (formats.md 2.6); the generator never asks for two.
-    # The recipient before the channel, as gpt-oss's template writes a past call.
+    """A call as gpt-oss generates it: the channel before the recipient, then ``<|constrain|>json`` (the model
+    output of OpenAI's Harmony guide and the gpt-oss model card, compact JSON included; formats.md 2.6). One call
+    per completion: ``<|call|>`` is a stop token, so the generator never asks for two."""
+    return "".join(f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
+                   f"{_json(a, style, compact=True)}<|call|>" for n, a in calls)
+
+
+def harmony_history(calls: Sequence[Call], style: Style) -> str:
+    """A past call as gpt-oss's chat template (and openai-harmony's renderer) writes it into the prompt: the
+    recipient before the channel, the content type without ``<|constrain|>``. Not what the model generates."""
     return "".join(f"<|start|>assistant to=functions.{n}<|channel|>commentary json<|message|>{_json(a, style)}<|call|>"
                    for n, a in calls)
-
-
-def harmony_channel_first(calls: Sequence[Call], style: Style) -> str:
-    """The channel before the recipient and ``<|constrain|>json``: the form the examples of model output in
-    OpenAI's Harmony guide show (openai-harmony itself renders the recipient first, as the template does)."""
-    return "".join(f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>"
-                   f"{_json(a, style)}<|call|>" for n, a in calls)
 
 
 _DS_BEGIN, _DS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -225,6 +232,9 @@ class Turn:
     """The template writes a message's text after its calls (Gemma 4), not before."""
     unrendered: str | None = None
     """Why the fixtures of a family with a template are not held to its rendering."""
+    history: Writer | None = None
+    """Where the template writes a past call in another layout than the model generates (gpt-oss), that layout's
+    writer: the fixtures are the generated form, and the ``history_layout`` variants hold the template's."""
 
 
 _QWEN_THINK = ("<think>\n", "\n</think>\n\n")
@@ -240,9 +250,9 @@ TURNS: dict[str, Turn] = {
                         unrendered="the template writes a past call with the client's [CALL_ID]; whether the model "
                                    "writes one in a fresh call is not verified, so the writer writes none"),
     "harmony": Turn("template:openai-gpt-oss-120b.jinja", text_gap=None, think=("<|channel|>analysis<|message|>", "<|end|>"),
-                    always_reasons=True, prompt_tail="<|start|>assistant", one_call=True),
+                    always_reasons=True, prompt_tail="<|start|>assistant", one_call=True, history=harmony_history),
     "deepseek_v3": Turn("https://huggingface.co/deepseek-ai/DeepSeek-R1-0528 (model card's tool-call format)",
-                        "<｜end▁of▁sentence｜>", text_gap="", think=_QWEN_THINK),
+                        "<｜end▁of▁sentence｜>", text_gap="", think=_QWEN_THINK, always_reasons=True),  # R1 always thinks
     "deepseek_v31": Turn("template:deepseek-ai-DeepSeek-V3.1.jinja", "<｜end▁of▁sentence｜>", text_gap="",
                          think=("<think>", "</think>"), prompt_opens_think=True),
     "kimi_k2": Turn("template:Kimi-K2-Instruct.jinja", "<|im_end|>",
