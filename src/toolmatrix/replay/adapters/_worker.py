@@ -6,6 +6,10 @@ Protocol (JSON lines on stdin/stdout, one answer per request, in order):
       "family", "detok" (how the host made text and streams from the ids: the record's label),
       "chat_template_kwargs": {KEY: bool} (thinking as the fixture shows, under its family's key; {}: no switch),
       "streams": {NAME: [[piece_text, [token ids] | null], ...]}}
+     Where the engine's rule has ``stop_step`` (engines/*.yaml ``replay.detok``), "token_ids" and each stream end on
+     the generation's stop token, in the token chunking its own last piece ("" where the server drops its text;
+     ids null without a tokenizer here); none for a generation cut at the token limit. Each worker treats a
+     stream's last piece as the step that carries finish_reason, doing there what its server does at the end.
   <- {"nonstream": MESSAGE | {"error", "status"?}, "streams": {NAME: {"deltas": [DELTA, ...]} | {"error", "status"?}}}
      | {"unsupported": REASON}   (the engine refuses this parser at startup, e.g. its tokenizer lacks a token)
 MESSAGE is {"content", "reasoning", "tool_calls": [{"id", "name", "arguments"}]}; DELTA is an OpenAI stream delta

@@ -10,8 +10,11 @@ on one background event loop, what ``python -m dynamo.frontend`` runs (frontend/
 backend and the TCP request plane, plus a stand-in worker per (tool parser, reasoning parser, tokenizer):
 ``register_model(ModelInput.Tokens, ModelType.Chat, ...)`` with those parsers, then ``serve_endpoint`` with a
 generator that yields the fixture's token ids, one ``{"token_ids": [...]}`` output per piece of the chunking (the
-frontend detokenizes each and streams it as one step). Each parse is an OpenAI chat completion over loopback
-HTTP, non-streamed and streamed, answered by Dynamo's own frontend; the deltas are its SSE deltas as sent.
+frontend detokenizes each and streams it as one step), the last with ``finish_reason`` as a real worker's last output
+carries it (components/src/dynamo/vllm/handlers.py ``BaseWorkerHandler.generate_tokens``): the host's stop step, the
+stop token's id, which the frontend hides (it is the stand-in model's ``eos_token_id``); the frontend's own end of
+stream then runs as for a real worker. Each parse is an OpenAI chat completion over loopback HTTP, non-streamed and
+streamed, answered by Dynamo's own frontend; the deltas are its SSE deltas as sent.
 Differences from a served model, forced by having no model:
 - the model folder holds the family's offline tokenizer (``tokenizer.json``, ``tokenizer_config.json``), a small
   ``config.json`` (``CONFIG``; Dynamo reads architectures, context length and end-of-sequence ids from it) and a
@@ -88,9 +91,13 @@ class Frontend:
         return runtime
 
     async def _generate(self, request, context=None):
-        for ids in list(self.pieces):
+        """A worker's responses: the last one holds the last step's ids, the host's stop token among them, and the
+        finish_reason (dynamo.vllm's handlers.py ``generate_tokens``: ``finish_reason`` set on the output whose
+        ``token_ids`` end the generation), not an empty response after it."""
+        *body, last = self.pieces or [[]]  # no pieces: the readiness probe's empty answer
+        for ids in body:
             yield {"token_ids": ids}
-        yield {"token_ids": [], "finish_reason": "stop"}
+        yield {"token_ids": last, "finish_reason": "stop"}
 
     def model(self, tool: str | None, reasoning: str | None, tokenizer: str) -> str:
         """The served name of a stand-in registered with these parsers and this tokenizer (registered once)."""
@@ -203,9 +210,10 @@ def tokenizer_of(req: dict) -> str:
 
 
 def token_pieces(pieces: list, tokenizer: str) -> list[list[int]]:
-    """One id list per piece: the feeder's real token ids where it has them, else the piece encoded alone."""
+    """One id list per piece: the feeder's real token ids where it has them, else the piece encoded alone (the
+    stop step of a family with no tokenizer here: no ids, the finish alone)."""
     return [ids if ids is not None else _tokenizer(tokenizer).encode(text, add_special_tokens=False).ids
-            for text, ids in pieces if text or ids]
+            for text, ids in pieces]
 
 
 @functools.cache

@@ -1,7 +1,9 @@
 """llama.cpp: llama-server's own C++ output parsing, through the toolmatrix-chat-parse harness that
 build-llama-server.sh compiles beside llama-server (same sdist, same CMake tree, linked against its server-context
 library). The worker is standard library only and runs under the host's python; the "parser" of a family is the
-chat template the server derives its parser from (engines/llamacpp.yaml ``replay``)."""
+chat template the server derives its parser from, with the BOS/EOS strings its vocabulary gives the template
+(``Reading``; engines/llamacpp.yaml ``replay``): what ``llama-server -m model.gguf`` runs where the GGUF's template
+and vocabulary can be had offline (``gguf``), else llama.cpp's own copy of the template with no vocabulary."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import attrs
 
 from toolmatrix.serving.registry import cache_dir, load_models
 
+from ..feeder import path_label, tokenizer_path
 from .base import Adapter, Support
 
 HARNESS = "toolmatrix-chat-parse"
@@ -35,12 +38,54 @@ def model_templates() -> dict[str, Path]:
     return found
 
 
+@attrs.frozen
+class Reading:
+    """How llama-server gets one family's chat template: the file it is read from (a template, or a
+    tokenizer_config.json whose ``chat_template`` it is) and the BOS/EOS strings load_model hands
+    common_chat_templates_init from the GGUF vocabulary ("" without one); ``label`` is the record's parser name."""
+
+    label: str
+    path: Path
+    bos: str = ""
+    eos: str = ""
+
+
+def _config_token(config: Path, key: str) -> str:
+    """A tokenizer_config.json's ``bos_token``/``eos_token`` as text (a string, an AddedToken object, or none)."""
+    token = json.loads(config.read_text(encoding="utf-8")).get(key)
+    return (token.get("content", "") if isinstance(token, dict) else token) or ""
+
+
+def gguf_reading(family: str, entry: Mapping[str, str], templates: Path) -> Reading | None:
+    """What ``llama-server -m model.gguf`` runs for a family (a ``replay.gguf`` entry): the embedded template and the
+    vocabulary's BOS/EOS (the entry's, else the family's offline tokenizer_config.json's); None where it needs that
+    tokenizer and it is not fetched."""
+    tokenizer = tokenizer_path(family)
+    config = tokenizer.with_name("tokenizer_config.json") if tokenizer is not None else Path("-")
+    if not config.is_file() and (entry["template"] == "tokenizer" or not {"bos", "eos"} <= entry.keys()):
+        return None
+    bos = entry.get("bos") or _config_token(config, "bos_token")
+    eos = entry.get("eos") or _config_token(config, "eos_token")
+    vocab = f"vocabulary of {entry.get('vocab') or path_label(tokenizer)} (BOS {bos!r}, EOS {eos!r})"
+    if entry["template"] == "tokenizer":
+        return Reading(f"as llama-server -m model.gguf: chat_template and {vocab}", config, bos, eos)
+    return Reading(f"as llama-server -m model.gguf: {entry['template']} ({entry['why']}), {vocab}",
+                   templates / entry["template"], bos, eos)
+
+
 def harness_sha256() -> str:
     """The hash build-llama-server.sh records for the harness sources it builds (and rebuilds on when it differs)."""
     data = resources.files("toolmatrix.data")
     names = [*sorted(p.name for p in data.iterdir() if p.name.startswith("llamacpp-") and p.name.endswith(".cpp")),
              "llamacpp-chat-parse.cmake"]
     return hashlib.sha256(b"".join(data.joinpath(name).read_bytes() for name in names)).hexdigest()
+
+
+def template_text(path: Path) -> str:
+    """A template's source: a tokenizer_config.json's ``chat_template`` (as the GGUF converter embeds it), or a
+    template file's text."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text)["chat_template"] if path.suffix == ".json" else text
 
 
 @attrs.define
@@ -64,6 +109,26 @@ class LlamaCppAdapter(Adapter):
     def python(self) -> Path:
         return Path(sys.executable)  # the worker needs only the standard library
 
+    @functools.cached_property
+    def readings(self) -> dict[str, Reading]:
+        """Family -> its reading: a registered model's own template (what the live tier passes), else the GGUF's
+        (``replay.gguf``, where its tokenizer is here), else llama.cpp's copy (``tool_parsers``) with no vocabulary."""
+        copies = self.bin_dir / TEMPLATES
+        no_vocab = "llama.cpp's copy, no BOS/EOS: {} (today's reading)"
+        found = {family: Reading(f"{name} ({no_vocab.format('no GGUF template or vocabulary offline')})",
+                                 copies / name) for family, name in self.spec.replay_parsers.items()}
+        for family, entry in self.replay.gguf.items():
+            found[family] = gguf_reading(family, entry, copies) or found[family]
+        for family, path in model_templates().items():
+            found[family] = Reading(f"{path.name} (models.yaml chat_template, no BOS/EOS: the model's GGUF is not "
+                                    "read here)", path)
+        return found
+
+    def template(self, family: str) -> tuple[str, str, str]:
+        """The chat template text, BOS and EOS llama-server is given for ``family`` (what a repro inlines)."""
+        reading = self.readings[family]
+        return template_text(reading.path), reading.bos, reading.eos
+
     def ready(self) -> str | None:
         if self.at:
             return f"{self.name}: llama.cpp replays only at the version toolmatrix builds (llama-server.build.json)"
@@ -86,19 +151,18 @@ class LlamaCppAdapter(Adapter):
             f"package_sha256={record['package_sha256']}", f"harness_sha256={record.get('harness_sha256')}"))
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
-        template = model_templates().get(family)
-        name = template.name if template is not None else self.spec.replay_parsers.get(family)
-        if name is None:
+        reading = self.readings.get(family)
+        if reading is None:
             reason = (self.spec.replay_skip.get(family)
                       or f"no chat template for {family} in engines/llamacpp.yaml replay")
             return Support(None, None, f"llamacpp: {reason}")
         # One template parses calls and reasoning alike (as transformers' response templates do).
-        return Support(name, name if reasoning_style else None)
+        return Support(reading.label, reading.label if reasoning_style else None)
 
     def env(self) -> Mapping[str, str]:
-        folders = {path.parent for path in model_templates().values()} | {self.bin_dir / TEMPLATES}
+        readings = {r.label: [str(r.path), r.bos, r.eos] for r in self.readings.values()}
         return {**os.environ, "TOOLMATRIX_LLAMACPP_HARNESS": str(self.harness),
-                "TOOLMATRIX_LLAMACPP_TEMPLATES": os.pathsep.join(str(f) for f in sorted(folders))}
+                "TOOLMATRIX_LLAMACPP_READINGS": json.dumps(readings, ensure_ascii=False)}
 
     def install(self) -> Path:
         """Build llama-server and the harness (build-llama-server.sh: reused when current, else built)."""

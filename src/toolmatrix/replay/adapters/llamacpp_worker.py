@@ -3,8 +3,9 @@ in the same CMake tree as the llama-server toolmatrix builds (``src/toolmatrix/d
 which server functions it calls, and how).
 
 Standard library only; run by the host's python. llama-server takes no parser name: the request's ``tool_parser``
-is the chat template file (looked up in the folders of ``TOOLMATRIX_LLAMACPP_TEMPLATES``, first match wins), from
-which the server derives the chat format, its PEG parser and the generation prompt. Each parse is one harness line
+names a reading (``TOOLMATRIX_LLAMACPP_READINGS``: label -> [template file or tokenizer_config.json, BOS, EOS], the
+adapter's ``Reading``): the chat template and the vocabulary's BOS/EOS strings, from which the server derives the chat
+format, its PEG parser and the generation prompt. Each parse is one harness line
 for the whole text and one per stream; the harness caches the parser per template and tools. A harness that dies
 (an abort inside llama.cpp) is that parse's error and is started afresh for the next one.
 """
@@ -20,7 +21,7 @@ import sys
 
 WORKER = runpy.run_path(os.path.join(os.path.dirname(__file__), "_worker.py"))  # the protocol's side, shared
 HARNESS = os.environ.get("TOOLMATRIX_LLAMACPP_HARNESS", "")
-TEMPLATE_DIRS = [d for d in os.environ.get("TOOLMATRIX_LLAMACPP_TEMPLATES", "").split(os.pathsep) if d]
+READINGS = json.loads(os.environ.get("TOOLMATRIX_LLAMACPP_READINGS") or "{}")
 
 
 class EngineError(RuntimeError):
@@ -60,20 +61,20 @@ _harness = Harness(HARNESS)
 
 
 @functools.cache
-def template_path(name: str) -> str | None:
-    for folder in TEMPLATE_DIRS:
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            return path
-    return None
+def template(name: str) -> dict:
+    """The harness's template for a reading: the source (a tokenizer_config.json's ``chat_template``, as the GGUF
+    converter embeds it, or a template file's text) and the vocabulary's BOS/EOS strings."""
+    path, bos, eos = READINGS[name]
+    with open(path, encoding="utf-8") as handle:
+        source = json.load(handle)["chat_template"] if path.endswith(".json") else handle.read()
+    return {"source": source, "bos_token": bos, "eos_token": eos}
 
 
 def _call(req: dict, **what: object) -> dict:
-    path = template_path(req.get("tool_parser") or "")
     # The request's chat_template_kwargs (thinking as the fixture shows, under the family's own key, as a client
     # sends them): the server reads its own switch (enable_thinking) from them and renders the template with them
     # all, so a template that opens <think> in the generation prompt only when asked reads plain text as content.
-    answer = _harness.call({"template": path, "tools": req.get("tools") or [],
+    answer = _harness.call({"template": template(req.get("tool_parser") or ""), "tools": req.get("tools") or [],
                             "chat_template_kwargs": req["chat_template_kwargs"], **what})
     if "error" in answer or "unsupported" in answer:
         raise EngineError(answer.get("error") or answer["unsupported"])
@@ -82,11 +83,12 @@ def _call(req: dict, **what: object) -> dict:
 
 @functools.cache
 def _refusal(name: str) -> str | None:
-    path = template_path(name)
-    if path is None:
-        return f"chat template {name} not found in {os.pathsep.join(TEMPLATE_DIRS) or '(no folder)'}"
     try:
-        return _harness.call({"template": path, "tools": [], "probe": True}).get("unsupported")
+        tmpl = template(name)
+    except (KeyError, OSError, ValueError) as exc:
+        return f"chat template of {name!r} not read: {exc!r}"
+    try:
+        return _harness.call({"template": tmpl, "tools": [], "probe": True}).get("unsupported")
     except EngineError as exc:  # the server loads the template at startup: dying there, it never serves
         return f"loading {name}: {exc}"
 

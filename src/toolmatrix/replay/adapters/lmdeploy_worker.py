@@ -10,7 +10,8 @@ dependencies, so no torch, no engine, no model. Mirrored, at 0.12.2 (lmdeploy/se
 - api_server.py:610-639, whole: Harmony ``parse_full(token_ids)``; otherwise ``tool_parser.extract_tool_calls(text,
   request=)`` first (an exception is the server's HTTP 400 "Failed to parse fc related info to json format!"),
   then ``reasoning_parser.extract_reasoning_content(text, request)`` on what the tool parser left as content;
-- api_server.py:507-580, streamed: per engine step, Harmony ``parse_streaming(token_ids)``; otherwise a
+- api_server.py:507-580, streamed: per engine output (``_engine_outputs``: the stop token's step and the output
+  that carries the finish_reason, as async_engine.py yields them), Harmony ``parse_streaming(token_ids)``; otherwise a
   ``DeltaMessage(role='assistant', content=step_text)``, ``extract_tool_calls_streaming(previous_text=,
   current_text=, delta_text=, previous_token_ids=, current_token_ids=, delta_token_ids=, request=)`` (its answer,
   when not None, replaces the delta's tool_calls and content), then ``extract_reasoning_content_streaming`` on the
@@ -171,9 +172,18 @@ def parse(req: dict) -> dict:
                                          reasoning_content=reasoning))
 
 
+def _engine_outputs(pieces: list) -> list:
+    """What api_server.py's stream loop (:515-580) gets from ``AsyncEngine.generate`` for these steps: the stop
+    token's step (the host's one piece without text) with its id cut, "" (async_engine.py:444-473: a stop token is
+    dropped from the ids it decodes and sends), then one more output after the engine's last, "" with no ids and
+    the finish_reason (:474-517). Each goes through the parsers like any step: LMDeploy has no end-of-stream flush."""
+    *body, (text, ids) = pieces
+    return [*body, (text, ids if text else []), ("", [])]
+
+
 def stream(req: dict, pieces: list) -> list:
     protocol, harmony_utils, _, _ = _imports()
-    pieces = [(text, ids if ids is not None else _ids(req, text)) for text, ids in pieces]
+    pieces = _engine_outputs([(text, ids if ids is not None else _ids(req, text)) for text, ids in pieces])
     if req["tool_parser"] == HARMONY:
         harmony = harmony_utils.GptOssChatParser()
         return [json.loads(harmony.parse_streaming(ids).model_dump_json()) for _, ids in pieces]

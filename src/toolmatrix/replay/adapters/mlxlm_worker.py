@@ -29,8 +29,12 @@ HTTP answer is the server's own code, run unmodified (mlx_lm/, at 0.32.2):
   marker; ``_make_state_machine``, :752-766), then yields one ``Response`` per token as the batch loop builds them
   (server.py:976-996), whatever the chunking groups (the server has no multi-token step: speculative decoding
   yields its accepted tokens one by one too): each token through the tokenizer's streaming detokenizer, the
-  stop-sequence matcher advanced per token (a stop token ends the generation undecoded), and after the text the
-  end-of-sequence token's ``finish_reason="stop"``, as a model that ends its turn gives.
+  stop-sequence matcher advanced per token. The host's ids end on the model's stop token (its end of turn): the
+  matcher holds the tokenizer's eos ids (generate.py:1041), so that token ends the generation undecoded with
+  ``finish_reason="stop"`` (server.py:975-977), on which ``handle_completion`` discards what its state machine
+  still held (:1615-1617) and reads an open tool block as a call (:1666-1668); ids cut short (a ``truncated``
+  fixture) end on their last token, decoded, ``finish_reason="length"`` (:979-982), and the state machine is
+  flushed instead (:1618-1621).
 Differences from the running server, all forced by having no model:
 - the tokenizer is the family's offline tokenizer.json folder (``tokenizer_path(family)``), not the checkpoint's;
   the checkpoint's ``config.json`` (its ``eos_token_id`` and ``TOKENIZER_DEFAULTS``, utils.py:638-645) is absent,
@@ -113,16 +117,19 @@ def _generator_class():
 
         def _responses(self, tokenizer, stop) -> Iterator:
             detokenizer = tokenizer.detokenizer  # a fresh, reset copy per request
-            for token in (token for ids in self._pieces for token in ids):
-                if stop.advance(token):  # a stop token: the generation ends there, the token undecoded
+            tokens = [token for ids in self._pieces for token in ids]
+            for number, token in enumerate(tokens):
+                # The host ends the ids on the model's stop token (its eos, among the matcher's sequences,
+                # generate.py:1041): finish_reason stop, the token undecoded (server.py:975-977).
+                if stop.advance(token):
                     detokenizer.finalize()
                     yield server.Response(detokenizer.last_segment, token, 0.0, "stop", ())
                     return
                 detokenizer.add_token(token)
-                yield server.Response(detokenizer.last_segment, token, 0.0, None, ())
-            detokenizer.finalize()
-            # The model ends its turn: an end-of-sequence token, not decoded (which one only counts a token here).
-            yield server.Response(detokenizer.last_segment, min(tokenizer.eos_token_ids), 0.0, "stop", ())
+                finish = None if number < len(tokens) - 1 else "length"  # ids cut short (a truncated fixture)
+                if finish:
+                    detokenizer.finalize()  # server.py:979-982
+                yield server.Response(detokenizer.last_segment, token, 0.0, finish, ())
 
     return ReplayGenerator
 

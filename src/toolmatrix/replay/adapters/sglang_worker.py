@@ -16,6 +16,12 @@ the reasoning config is the detector's ``reasoning_default`` mode and each mode 
 Unlike the server, ``FunctionCallParser`` gets no ``tokenizer=`` and no ``prefix=`` (the rendered prompt): it hands
 them only to detectors whose signature takes a tokenizer or that are ``ResponseTemplateToolDetector`` subclasses,
 and none of the detectors engines/sglang.yaml maps is either (checked at 0.5.23).
+Streams end as the server ends them: the host's last piece is the stop token's step (its text trimmed, "": the
+detokenizer drops a matched stop token, detokenizer_manager.py:194-226), the step that reaches
+``_generate_stream_content`` with a finish_reason (serving_chat.py:2521-2522, 2626-2640). On it the server parses
+the (empty) delta, then ``ReasoningParser.parse_stream_end`` (:3327-3332), ``FunctionCallParser.parse_stream_end``
+(``flush``, :1017, 3670-3675) and ``_check_for_unstreamed_tool_args`` (:1023-1031, 3758-3830), which sends the last
+call's arguments the detector parsed but never streamed; ``stream`` does each on the last piece, in that order.
 """
 
 from __future__ import annotations

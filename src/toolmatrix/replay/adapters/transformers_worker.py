@@ -6,7 +6,10 @@ Runs inside the live tier's transformers environment (``toolmatrix install trans
 - whole: ``parse_assistant_message(processor, model, generated_ids, input_ids=, tools=)``
   (``tokenizer.parse_response`` with the decoded prompt as ``prefix``);
 - streamed: ``build_response_parser(...)``, then per piece ``response_events_to_chunks(parser.feed(text))`` and
-  ``parser.finalize()`` at the end (its ValueError/RuntimeError dropped, as ``DirectStreamer.end`` does); queue
+  ``parser.finalize()`` at the end (its ValueError/RuntimeError dropped, as ``DirectStreamer.end`` does,
+  utils.py:540-552); the last piece is the host's stop step, the EOS token's own text (``<|im_end|>``), which
+  ``DirectStreamer.put`` decodes and feeds like any token (specials kept with a parser, :508-538) before
+  ``generate`` calls ``end`` (a family with no tokenizer here: "", its EOS text unknown); queue
   items become deltas as ``chat_completion.py``'s ``sse_gen`` makes them (a ToolCall is one whole delta).
 No model runs, so two stand-ins, both outside the parser: ``model`` carries only ``config.model_type``, and the
 processor is ``_TextTokenizer``: ``decode`` returns text unchanged (the fixture text is what decoding the

