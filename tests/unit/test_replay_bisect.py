@@ -105,6 +105,7 @@ clusters:
     code: [{engine: sglang, file: reasoning_parser.py, function: detect_and_parse}]
     trigger: a newline before <think>
     meets_default: "yes: every answer"
+    stream_unit: any
     repro: {fixture: f.1, engine: sglang, chunking: token}
     match: {engine: [sglang]}
   - id: D1

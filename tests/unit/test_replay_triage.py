@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.cli import main
-from toolmatrix.serving.registry import data_root
-from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report
 from toolmatrix.base.specs import SpecErrors
+from toolmatrix.cli import main
+from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report, stream_unit
+from toolmatrix.serving.registry import data_root
 
 SNAPSHOT = data_root() / "results" / "replay"
 
@@ -26,7 +26,10 @@ clusters:
     code: [{engine: sglang, file: python/sglang/srt/function_call/base_format_detector.py, function: parse}]
     trigger: one delta holds the whole call
     meets_default: "no: only when one step carries several tokens"
-    upstream: [https://github.com/sgl-project/sglang/issues/1]
+    stream_unit: several tokens a step
+    upstream:
+      - {url: "https://github.com/sgl-project/sglang/issues/1", state: open, checked: "2026-11-28",
+         title: "Whole-text stream drops the arguments", says: "the report"}
     repro: {fixture: hermes.single.a.plain, engine: sglang, chunking: whole}
     match: {engine: [sglang], mode: [stream]}
   - id: VARIANT
@@ -39,7 +42,8 @@ clusters:
     what: streamed in pieces, the call is lost or its arguments broken
     code: [{engine: vllm, file: vllm/tool_parsers/hermes_tool_parser.py, function: extract_tool_calls_streaming}]
     trigger: a call streamed in pieces
-    meets_default: "yes: every streamed call"
+    meets_default: "no: only when a step carries several tokens"
+    stream_unit: several tokens a step
     repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: random}
     match: {family: [hermes], mode: ["stream:*"], failed: [expected_calls, arguments_json]}
   - id: NEVER
@@ -118,9 +122,11 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
             "toolmatrix replay --fixtures /tmp/one.jsonl --results-dir /tmp/repro --engine sglang --chunking whole"
             ) in whole
     # the finding: the file and function at the version the records were replayed with, trigger, default, upstream
-    assert _cells(whole)[4:8] == ["sglang 9.9: `python/sglang/srt/function_call/base_format_detector.py` `parse`",
-                                  "one delta holds the whole call", "no: only when one step carries several tokens",
-                                  "https://github.com/sgl-project/sglang/issues/1"]
+    assert _cells(whole)[4:9] == [
+        "sglang 9.9: `python/sglang/srt/function_call/base_format_detector.py` `parse`",
+        "one delta holds the whole call", "several tokens a step", "no: only when one step carries several tokens",
+        "[sgl-project/sglang#1 (issue)](https://github.com/sgl-project/sglang/issues/1) open, checked 2026-11-28: "
+        "\"Whole-text stream drops the arguments\": the report"]
     # beside it, the command that prints the repro that runs with the engine's own package alone
     assert _cells(whole)[-1] == ("`toolmatrix replay-repro --fixtures results/replay/fixtures.jsonl --fixture "
                                  "hermes.single.a.plain --engine sglang --chunking whole`")
@@ -130,12 +136,13 @@ def test_the_page_counts_each_cluster_and_fills_in_its_repro(tmp_path: Path) -> 
 
 
 def test_an_engine_bug_says_in_which_release_it_appears_and_in_which_it_is_fixed(tmp_path: Path) -> None:
-    text = RULES.replace("    upstream: [https://github.com/sgl-project/sglang/issues/1]\n",
-                         "    upstream: [https://github.com/sgl-project/sglang/issues/1]\n"
-                         "    first_broken: '0.5.6'\n    first_fixed: 'open at 0.5.23'\n")
-    text = text.replace('    meets_default: "yes: every streamed call"\n',
-                        '    meets_default: "yes: every streamed call"\n    first_broken: \'<=0.5.1\'\n'
-                        '    first_fixed: \'0.5.11\'\n')
+    text = RULES.replace("    stream_unit: several tokens a step\n    upstream:\n",
+                         "    stream_unit: several tokens a step\n    first_broken: '0.5.6'\n"
+                         "    first_fixed: 'open at 0.5.23'\n    upstream:\n")
+    text = text.replace("    stream_unit: several tokens a step\n    repro: {fixture: hermes.single.a.plain, "
+                        "engine: vllm",
+                        "    stream_unit: several tokens a step\n    first_broken: '<=0.5.1'\n"
+                        "    first_fixed: '0.5.11'\n    repro: {fixture: hermes.single.a.plain, engine: vllm")
     triage = _triage(tmp_path, text)
     records = _results(tmp_path / "results", [_record("sglang", "hermes.single.a.plain", "stream", ("x",))])
     page = markdown(triage, classify(triage, failing_records(records)), "fx.jsonl")
@@ -154,10 +161,10 @@ def _cells(row: str) -> list[str]:
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
 
 
-def _finding(engine: str) -> str:
-    """The fields an engine bug's cluster must have, for one engine."""
+def _finding(engine: str, unit: str = "one token a step") -> str:
+    """The fields an engine bug's cluster must have, for one engine, and the stream unit its records show."""
     return (f"    code: [{{engine: {engine}, file: parser.py, function: parse}}]\n"
-            "    trigger: x\n    meets_default: 'yes: always'\n")
+            f"    trigger: x\n    meets_default: 'yes: always'\n    stream_unit: {unit}\n")
 
 
 PROBES = """\
@@ -201,7 +208,7 @@ def test_a_probe_failure_is_an_engine_bug_where_the_engine_claims_the_layout(tmp
                              "    what: loose whitespace between calls defeats the parser\n"
                              "    claimed_by: [test/srt/test_function_call_parser.py]\n")
     rules = claimed.replace("match: {engine: [vllm]}", "match: {engine: [vllm], source: ['probe:*']}")
-    rules += ("  - id: PLAIN\n    class: engine_bug\n    what: x\n" + _finding("vllm")
+    rules += ("  - id: PLAIN\n    class: engine_bug\n    what: x\n" + _finding("vllm", "non-streamed")
               + "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
     triage = _triage(tmp_path, rules)
     classified = classify(triage, failing_records(_probe_records(tmp_path / "results")))
@@ -245,7 +252,8 @@ def test_an_engine_bug_locates_its_fault_for_each_engine_it_holds_and_no_other(t
 ])
 def test_a_repro_must_replay_one_of_its_own_clusters_failing_records(tmp_path: Path, repro: str, held: bool,
                                                                       capsys) -> None:
-    rules = (f"clusters:\n  - id: SG\n    class: engine_bug\n    what: x\n{_finding('sglang')}    repro: {repro}\n"
+    rules = (f"clusters:\n  - id: SG\n    class: engine_bug\n    what: x\n{_finding('sglang', 'any')}"
+             f"    repro: {repro}\n"
              f"    match: {{engine: [sglang]}}\n  - id: VL\n    class: engine_bug\n    what: y\n{_finding('vllm')}"
              "    repro: {fixture: hermes.single.a.plain, engine: vllm, chunking: token}\n    match: {}\n")
     (tmp_path / "triage.yaml").write_text(rules, encoding="utf-8")
@@ -263,24 +271,45 @@ def test_a_repro_must_replay_one_of_its_own_clusters_failing_records(tmp_path: P
 
 
 @pytest.mark.parametrize("change, where", [
-    (("class: fixture_doubt", "class: doubt"), ":25: cluster 'NEVER': $.clusters[3].class: 'doubt' is not one of"),
-    (("chunking: random}", "chunking: bytes}"), ":22: cluster 'PIECES': $.clusters[2].repro.chunking: 'bytes'"),
+    (("class: fixture_doubt", "class: doubt"), ":29: cluster 'NEVER': $.clusters[3].class: 'doubt' is not one of"),
+    (("chunking: random}", "chunking: bytes}"), ":26: cluster 'PIECES': $.clusters[2].repro.chunking: 'bytes'"),
     (("match: {family: [granite]}", "match: {model: [granite]}"),
-     ":28: cluster 'NEVER': $.clusters[3].match: unknown field(s) ('model' was unexpected)"),
-    (("  - id: NEVER", "  - id: WHOLE"), ":24: $.clusters[3].id: cluster id 'WHOLE' is used twice"),
+     ":32: cluster 'NEVER': $.clusters[3].match: unknown field(s) ('model' was unexpected)"),
+    (("  - id: NEVER", "  - id: WHOLE"), ":28: $.clusters[3].id: cluster id 'WHOLE' is used twice"),
     # an engine bug is a maintainer's finding: where, what sets it off, whether a default server meets it
-    (("    meets_default: \"yes: every streamed call\"\n", ""),
-     ":16: cluster 'PIECES': $.clusters[2]: 'meets_default' is a required property"),
+    (("    meets_default: \"no: only when a step carries several tokens\"\n", ""),
+     ":19: cluster 'PIECES': $.clusters[2]: 'meets_default' is a required property"),
     (("    trigger: one delta holds the whole call\n", ""),
      ":2: cluster 'WHOLE': $.clusters[0]: 'trigger' is a required property"),
-    (("\"yes: every streamed call\"", "\"probably\""),
-     ":21: cluster 'PIECES': $.clusters[2].meets_default: 'probably'"),
+    (("\"no: only when a step carries several tokens\"", "\"probably\""),
+     ":24: cluster 'PIECES': $.clusters[2].meets_default: 'probably'"),
     (("function: parse}", "func: parse}"), ":5: cluster 'WHOLE': $.clusters[0].code[0]: unknown field(s)"),
     # when it appears and when it is fixed: a release, <=V, or open at V; an engine bug's only
     (("    match: {engine: [sglang], mode: [stream]}", "    first_fixed: soon\n    match: {engine: [sglang], mode: [stream]}"),
-     ":10: cluster 'WHOLE': $.clusters[0].first_fixed: 'soon' does not match"),
+     ":13: cluster 'WHOLE': $.clusters[0].first_fixed: 'soon' does not match"),
     (("    match: {family: [granite]}", "    first_broken: '0.5.1'\n    match: {family: [granite]}"),
-     ":28: $.clusters[3].first_broken: cluster 'NEVER' (fixture_doubt): first_broken: only an engine bug says"),
+     ":32: $.clusters[3].first_broken: cluster 'NEVER' (fixture_doubt): first_broken: only an engine bug says"),
+    # the stream unit: an engine bug's, one of four, and a fault that needs several tokens a step is no default's
+    (("    stream_unit: several tokens a step\n    repro: {fixture: hermes.single.a.plain, engine: vllm",
+      "    repro: {fixture: hermes.single.a.plain, engine: vllm"),
+     ":19: cluster 'PIECES': $.clusters[2]: 'stream_unit' is a required property"),
+    (("stream_unit: several tokens a step\n    upstream:", "stream_unit: sometimes\n    upstream:"),
+     ":8: cluster 'WHOLE': $.clusters[0].stream_unit: 'sometimes' is not one of"),
+    (("\"no: only when a step carries several tokens\"", "\"yes: every streamed call\""),
+     ":24: $.clusters[2].meets_default: cluster 'PIECES': meets_default says yes, but its fault needs several tokens"),
+    (("    match: {family: [granite]}", "    stream_unit: any\n    match: {family: [granite]}"),
+     ":32: $.clusters[3].stream_unit: cluster 'NEVER' (fixture_doubt): stream_unit: only an engine bug states"),
+    # an upstream reference as read: its state, the day checked, and a title and quote unless not read
+    (("state: open, checked", "state: fixed, checked"),
+     ":10: cluster 'WHOLE': $.clusters[0].upstream[0].state: 'fixed'"),
+    (('checked: "2026-11-28"', "checked: yesterday"),
+     ":10: cluster 'WHOLE': $.clusters[0].upstream[0].checked: 'yesterday' does not match"),
+    (("state: open, checked", "state: not read, checked"),
+     ":9: $.clusters[0].upstream: cluster 'WHOLE': upstream https://github.com/sgl-project/sglang/issues/1: not read, "
+     "so no title and no quote"),
+    (("state: open, checked: \"2026-11-28\",\n         title: \"Whole-text stream drops the arguments\", ",
+      "state: closed, checked: \"2026-11-28\",\n         "),
+     ":10: cluster 'WHOLE': $.clusters[0].upstream[0]: 'title' is a required property"),
 ])
 def test_a_bad_triage_file_is_refused_naming_file_line_cluster_and_field(tmp_path: Path, change: tuple[str, str],
                                                                          where: str) -> None:
@@ -314,3 +343,85 @@ def test_the_committed_snapshot_is_classified_in_full() -> None:
 
     assert classified.complete, "\n".join(report(classified, triage))
     assert {engine for counts in classified.counts.values() for engine in counts} == set(engines)
+
+
+AMBIGUOUS = """\
+ambiguities:
+  raw_marker:
+    class: contested_format
+    what: a format's own marker inside a value written raw
+    match: {family: [qwen3_coder], fixture: ["*.fake_call.*"]}
+clusters:
+  - id: RAW
+    class: contested_format
+    ambiguity: raw_marker
+    what: the marker ends the value
+    repro: {fixture: qwen3_coder.unicode.fake_call.plain, engine: sglang, chunking: token}
+    match: {engine: [sglang]}
+  - id: ALSO
+    class: contested_format
+    ambiguity: raw_marker
+    what: the same marker on another engine
+    repro: {fixture: qwen3_coder.unicode.fake_call.plain, engine: vllm, chunking: token}
+    match: {engine: [vllm]}
+"""
+
+
+def test_two_clusters_with_the_same_ambiguity_get_the_same_class(tmp_path: Path) -> None:
+    """One ambiguity, one class: the file is refused where a second cluster resting on it is classed otherwise, or
+    names an ambiguity nobody declared."""
+    assert [c.kind for c in _triage(tmp_path, AMBIGUOUS).clusters] == ["contested_format", "contested_format"]
+    with pytest.raises(SpecErrors) as caught:
+        _triage(tmp_path, AMBIGUOUS.replace("  - id: ALSO\n    class: contested_format\n",
+                                            "  - id: ALSO\n    class: engine_bug\n" + _finding("vllm")))
+    assert ("$.clusters[1].class: cluster 'ALSO' is engine_bug, but its ambiguity 'raw_marker' implies "
+            "contested_format: one ambiguity, one class") in str(caught.value)
+    with pytest.raises(SpecErrors, match=r"cluster 'ALSO': ambiguity 'raw' is not declared under ambiguities "
+                                         r"\(known: raw_marker\)"):
+        _triage(tmp_path, AMBIGUOUS.replace("ambiguity: raw_marker\n    what: the same",
+                                            "ambiguity: raw\n    what: the same"))
+
+
+def test_records_of_an_ambiguity_in_a_cluster_of_another_class_are_named(tmp_path: Path) -> None:
+    """A record that meets an ambiguity's rule may sit only in a cluster of its class, whatever cluster it lands in."""
+    rules = AMBIGUOUS.replace("  - id: ALSO\n    class: contested_format\n    ambiguity: raw_marker\n",
+                              "  - id: ALSO\n    class: engine_bug\n" + _finding("vllm", "any"))
+    records = _results(tmp_path / "results", [
+        _record("sglang", "qwen3_coder.unicode.fake_call.plain", "nonstream", ("expected_calls",)),
+        _record("vllm", "qwen3_coder.unicode.fake_call.plain", "nonstream", ("expected_calls",)),
+        _record("vllm", "qwen3_coder.unicode.fake_call.plain", "stream:token", ("expected_calls",))])
+    triage = _triage(tmp_path, rules)
+    classified = classify(triage, failing_records(records))
+
+    assert classified.wrong == [
+        "cluster ALSO (engine_bug) holds records of ambiguity 'raw_marker', which implies contested_format (e.g. vllm "
+        "nonstream qwen3_coder.unicode.fake_call.plain): move them to a cluster of that class"]
+    page = markdown(triage, classified, "f.jsonl")
+    (row,) = [line for line in page.splitlines() if line.startswith("| raw_marker")]
+    assert _cells(row)[2:] == ["contested_format", "RAW"]
+
+
+@pytest.mark.parametrize("modes, unit", [
+    (("nonstream", "stream:token", "stream"), "any"),
+    (("nonstream", "stream", "stream:random"), "non-streamed"),
+    (("stream:token", "stream:random"), "one token a step"),
+    (("stream", "stream:random", "stream:special"), "several tokens a step"),
+    ((), ""),
+])
+def test_the_stream_unit_a_fault_needs_is_what_its_failing_modes_say(modes: tuple[str, ...], unit: str) -> None:
+    assert stream_unit(Failing("e", "f", "x", mode, frozenset()) for mode in modes) == unit
+
+
+def test_the_command_refuses_a_stated_stream_unit_its_records_contradict(tmp_path: Path, capsys) -> None:
+    rules = ("clusters:\n  - id: SG\n    class: engine_bug\n    what: x\n" + _finding("sglang", "several tokens a step")
+             .replace("'yes: always'", "'no: only several tokens a step'")
+             + "    repro: {fixture: hermes.single.a.plain, engine: sglang, chunking: token}\n    match: {}\n")
+    (tmp_path / "triage.yaml").write_text(rules, encoding="utf-8")
+    results = _results(tmp_path / "results", [
+        _record("sglang", "hermes.single.a.plain", "stream:token", ("expected_calls",)),
+        _record("sglang", "hermes.single.b.plain", "stream", ("expected_calls",))])
+
+    assert main(["replay-triage", str(results), "--triage", str(tmp_path / "triage.yaml")]) == 1
+    assert capsys.readouterr().out.rstrip().endswith(
+        "cluster SG: stream_unit says 'several tokens a step', but its records fail in stream, stream:token: "
+        "'one token a step'")
