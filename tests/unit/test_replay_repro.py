@@ -2,9 +2,9 @@
 
 Without the engines' envs: every replay engine has a template; each rendered snippet is valid Python (or shell),
 imports nothing of toolmatrix and nothing but the engine's own package and the standard library, and carries the
-worker's own request for the fixture (text, tools, parsers, thinking switch, the stream's pieces); a curl repro
-sends a chat request with the fixture's tools and thinking switch. The snippets' answers are held to the replay
-records in tests/integration/test_replay_repro_run.py.
+worker's own request for the fixture (text, tools, parsers, thinking switch, the stream's pieces), the tokenizer as
+a Hugging Face repo id, never a local path; llama.cpp's C++ one carries the same as C++ constants and the chat
+template inlined. The files' answers are held to the replay records in tests/integration/test_replay_repro_run.py.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ FIXTURE = Fixture.from_dict({"id": "hermes.single.weather.plain", "family": "her
 # The import names each engine's package brings (lmdeploy builds its parsers with a transformers tokenizer, mlx-lm
 # runs on mlx): nothing else beside the standard library.
 PACKAGES = {"sglang": {"sglang"}, "vllm": {"vllm"}, "transformers": {"transformers"},
-            "lmdeploy": {"lmdeploy", "transformers"}, "mlxlm": {"mlx_lm"}}
+            "lmdeploy": {"lmdeploy", "transformers"}, "mlxlm": {"mlx_lm", "huggingface_hub"},
+            "dynamo": {"dynamo", "huggingface_hub", "tokenizers"}}
 
 
 def _adapter(engine: str):
@@ -74,13 +75,13 @@ def test_a_python_repro_imports_only_the_engines_package_and_carries_the_workers
 
     request = parse_request(adapter, FIXTURE, ["token"])
     constants = _constants(code)
-    assert constants["TEXT"] == TEXT and constants.get("TOOLS", TOOLS) == TOOLS
+    assert constants["TEXT"] == request["text"] and constants.get("TOOLS", TOOLS) == TOOLS
     assert constants["TOOL_PARSER"] == request["tool_parser"] and constants["TOOL_PARSER"]
     assert constants.get("REASONING_PARSER", request["reasoning_parser"]) == request["reasoning_parser"]
     assert constants["PIECES"] == [tuple(piece) for piece in request["streams"]["token"]]
     # the ids the worker's non-streamed parse reads, where the engine's template reads them (None: no ids here)
     assert constants.get("TOKEN_IDS", request["token_ids"]) == request["token_ids"]
-    assert "".join(text for text, _ids in constants["PIECES"]) == TEXT
+    assert "".join(text for text, _ids in constants["PIECES"]) == request["text"]
     assert code.startswith("# Replay fixture hermes.single.weather.plain on ")
     assert '"reasoning": "hm"' in code.splitlines()[2]  # the expected answer, for the reader
 
@@ -92,18 +93,22 @@ def test_without_a_chunking_the_repro_is_the_non_streamed_parse_alone() -> None:
         snippet(_adapter("sglang"), FIXTURE, "bytes")
 
 
-@pytest.mark.parametrize(("engine", "switch"), [("llamacpp", "chat_template_kwargs"), ("dynamo", "chat_template_args")])
-def test_a_curl_repro_sends_the_fixtures_tools_and_thinking_switch_to_the_engines_server(engine: str,
-                                                                                         switch: str) -> None:
-    code = snippet(_adapter(engine), FIXTURE, "whole")
-    assert template(engine)[0] == ".sh" and "needs" in code and "model" in code  # it says what it needs
-    # curl stubbed to print the request body it would send
-    done = subprocess.run(["bash", "-c", 'curl() { for a; do last=$a; done; printf "%s\\n" "$last"; }\n' + code],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    whole, streamed = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert whole["tools"] == TOOLS and whole[switch] == {"enable_thinking": True} and "stream" not in whole
-    assert streamed == {**whole, "stream": True}
+def test_the_llamacpp_repro_is_cpp_with_its_constants_and_template_inlined() -> None:
+    adapter = _adapter("llamacpp")
+    code = snippet(adapter, FIXTURE, "whole")
+    assert template("llamacpp")[0] == ".cpp" and "@constants" not in code and "c++ -std=c++17" in code
+    assert f'static const std::string TEXT = R"repro({TEXT})repro";' in code
+    assert f'static const json TOOLS = json::parse(R"repro({json.dumps(TOOLS, ensure_ascii=False)})repro");' in code
+    assert "static const std::string CHAT_TEMPLATE = R\"repro(" in code and ".cache/toolmatrix" not in code
+
+
+def test_a_tokenizer_is_named_by_its_hub_repo_never_a_local_path() -> None:
+    from toolmatrix.replay.feeder import tokenizer_dir
+    from toolmatrix.replay.repro import hub_tokenizer
+    assert hub_tokenizer(str(tokenizer_dir("qwen3") / "tokenizer.json")) == "Qwen/Qwen3-8B"
+    assert hub_tokenizer("") is None
+    with pytest.raises(LookupError, match="no Hugging Face repo id"):
+        hub_tokenizer("/elsewhere/tokenizer.json")
 
 
 def test_an_engine_without_the_familys_parser_is_refused_with_its_reason() -> None:

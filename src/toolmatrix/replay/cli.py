@@ -335,6 +335,11 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     from .repro import snippet
     from .session import adapters
 
+    if args.triage is not None:
+        return _cmd_cluster_repros(args)
+    if None in (args.fixtures, args.fixture, args.engine):
+        print("replay-repro: name --fixtures, --fixture and --engine (or --triage FILE -o DIR)", file=sys.stderr)
+        return 2
     if args.engine not in ADAPTERS:
         print(f"--engine {args.engine}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
         return 2
@@ -351,6 +356,26 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     except LookupError as exc:  # the engine replays no parser for the family, or has no template
         print(f"replay-repro: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _cmd_cluster_repros(args: argparse.Namespace) -> int:
+    """--triage FILE -o DIR: every engine-bug cluster's repro file, and DIR/README.md."""
+    from toolmatrix.base.specs import SpecErrors
+
+    from .fixtures import FixtureError
+    from .repro import write_cluster_repros
+
+    if args.output is None:
+        print("replay-repro --triage: name the folder to write (-o DIR)", file=sys.stderr)
+        return 2
+    triage = Path(args.triage)
+    try:
+        written = write_cluster_repros(triage, Path(args.fixtures or triage.parent / "fixtures.jsonl"), args.output)
+    except (SpecErrors, FixtureError, LookupError, KeyError) as exc:
+        print(f"replay-repro: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(str(path) for path in written))
     return 0
 
 
@@ -552,13 +577,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "goes into the summary)")
     ver.set_defaults(func=_cmd_versions)
     repro = sub.add_parser(
-        "replay-repro", help="print a fixture's repro that runs with the engine's own package alone "
-                             "(Python calling its parser API, or a curl to its server), no toolmatrix",
-        description="Print a snippet that reproduces one fixture's replay with the engine's own package alone, no "
-                    "toolmatrix: Python calling its parser API, or a curl to its server.")
-    repro.add_argument("--fixtures", required=True, metavar="FILE", help="a fixture .jsonl file")
-    repro.add_argument("--fixture", required=True, metavar="ID", help="the fixture's id")
-    repro.add_argument("--engine", required=True, metavar="E", help="a replay engine")
+        "replay-repro", help="print a fixture's repro that runs with the engine's own package alone, no toolmatrix "
+                             "(--triage: write every engine-bug cluster's)",
+        description="Print a file that reproduces one fixture's replay with the engine's own package (llama.cpp: "
+                    "its source) alone, no toolmatrix: Python calling its parser code, or a C++ program built "
+                    "against llama.cpp's tree. --triage FILE -o DIR writes one per engine-bug cluster.")
+    repro.add_argument("--fixtures", metavar="FILE", help="a fixture .jsonl file (with --triage: default "
+                       "its folder's fixtures.jsonl)")
+    repro.add_argument("--fixture", metavar="ID", help="the fixture's id")
+    repro.add_argument("--engine", metavar="E", help="a replay engine")
+    repro.add_argument("--triage", metavar="FILE", help="instead: write every engine-bug cluster's repro of this "
+                       "triage file (its repro: entry) into -o DIR, one file per cluster, and DIR/README.md")
+    repro.add_argument("-o", "--output", type=Path, metavar="DIR", help="with --triage: the folder to write")
     repro.add_argument("--chunking", choices=("whole", "token", "special", "random"),
                        help="also stream the text cut so (default: the non-streamed parse only)")
     repro.set_defaults(func=_cmd_repro)

@@ -2,7 +2,8 @@
 # parser first, then the reasoning parser on what it left (skipped when the request turns thinking off); gpt-oss
 # through harmony_utils.GptOssChatParser on token ids. Streamed: per piece, with the text and token ids so far.
 # Needs only the lmdeploy package (and the transformers it installs, for the model's tokenizer); TOKENIZER is the
-# model's folder or Hugging Face repo. Call ids are random, as on the server.
+# model's Hugging Face repo (offline: that repo's tokenizer.json and tokenizer_config.json in the Hugging Face cache, HF_HUB_OFFLINE=1).
+# Call ids are random, as on the server. Run: python THIS_FILE
 import json
 
 from lmdeploy.serve.openai import harmony_utils, protocol
@@ -32,24 +33,33 @@ def show(message):
     return json.dumps(json.loads(message.model_dump_json()), ensure_ascii=False)
 
 
-# Non-streamed
-if harmony:
-    message = harmony_utils.GptOssChatParser().parse_full(TOKEN_IDS or encode(TEXT))
-else:
+def non_streamed():
+    if harmony:
+        return harmony_utils.GptOssChatParser().parse_full(TOKEN_IDS or encode(TEXT))
     tool_parser, reasoning_parser = parsers()
     text, calls, reasoning = TEXT, None, None
     if tool_parser is not None:
-        info = tool_parser.extract_tool_calls(text, request=request)  # raising: the server's HTTP 400
+        info = tool_parser.extract_tool_calls(text, request=request)
         text, calls = info.content, info.tool_calls
     if reasoning_parser is not None and thinking:
         reasoning, text = reasoning_parser.extract_reasoning_content(text, request)
-    message = protocol.ChatMessage(role="assistant", content=text, tool_calls=calls, reasoning_content=reasoning)
-print("non-streamed message:", show(message))
+    return protocol.ChatMessage(role="assistant", content=text, tool_calls=calls, reasoning_content=reasoning)
+
+
+# Non-streamed
+try:
+    print("non-streamed message:", show(non_streamed()))
+except Exception as exc:  # api_server.py:625-627: the parser raising is logged and answered with HTTP 400
+    print(f"non-streamed answer: HTTP 400 Failed to parse fc related info to json format! ({type(exc).__name__}: {exc})")
 
 # Streamed, one engine step per piece
 if PIECES is not None:
     print("streamed deltas:")
     pieces = [(text, ids if ids is not None else encode(text)) for text, ids in PIECES]
+    # async_engine.py:444-517: a step without text (the stop token's) sends no ids, and one more output follows
+    # the engine's last, "" with the finish reason; each goes through the parsers (no end-of-stream flush)
+    *body, (text, ids) = pieces
+    pieces = [*body, (text, ids if text else []), ("", [])]
     if harmony:
         stream = harmony_utils.GptOssChatParser()
         for _text, ids in pieces:

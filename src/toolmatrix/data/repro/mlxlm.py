@@ -3,24 +3,28 @@
 # tokenizer; TOOL_PARSER is what it infers for this family, set in the tokenizer config here). A POST of
 # /v1/chat/completions goes through APIHandler on an in-memory connection; the stand-in generator yields the
 # text's tokens as the server's batch loop does (per token, stop tokens ending it, then an end of turn). Needs
-# only the mlx-lm package (and mlx); TOKENIZER is the model's folder (a Hugging Face snapshot).
+# only the mlx-lm package (and mlx); TOKENIZER is the model's Hugging Face repo, of which only the tokenizer files
+# are fetched (offline: that repo's tokenizer.json and tokenizer_config.json in the Hugging Face cache, HF_HUB_OFFLINE=1).
+# Run: python THIS_FILE
 import io
 import json
 import sys
 from pathlib import Path
 
+from huggingface_hub import snapshot_download
 from mlx_lm import server
 from mlx_lm.utils import load_tokenizer
 
+folder = snapshot_download(TOKENIZER, allow_patterns=["tokenizer.json", "tokenizer_config.json"])
 caught, serve, argv = [], server.run, sys.argv  # the server's own main() builds its ModelProvider; run is caught
-server.run, sys.argv = (lambda host, port, provider: caught.append(provider)), ["mlx_lm.server", "--model", TOKENIZER]
+server.run, sys.argv = (lambda host, port, provider: caught.append(provider)), ["mlx_lm.server", "--model", folder]
 try:
     server.main()
 finally:
     server.run, sys.argv = serve, argv
 provider = caught[0]
-provider.tokenizer = load_tokenizer(Path(TOKENIZER), {**provider._tokenizer_config, "tool_parser_type": TOOL_PARSER})
-provider.model_key = (TOKENIZER, None, None)
+provider.tokenizer = load_tokenizer(Path(folder), {**provider._tokenizer_config, "tool_parser_type": TOOL_PARSER})
+provider.model_key = (folder, None, None)
 
 
 class Generator(server.ResponseGenerator):

@@ -1,13 +1,24 @@
 # SGLang's own parsers, called as its OpenAI server calls them (srt/entrypoints/openai/serving_chat.py): the
 # reasoning split first, then the tool calls from what is left; streamed, per piece, with the server's final
-# check for call arguments not yet sent. Needs only the sglang package.
+# check for call arguments not yet sent. Needs only the sglang package. Run: python THIS_FILE
 import json
+import types
 
-from sglang.srt.entrypoints.openai.protocol import Function, Tool
+from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, Function, Tool
+from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 
 tools = [Tool(type="function", function=Function(**t["function"])) for t in TOOLS]
+request = ChatCompletionRequest(model="repro", messages=[{"role": "user", "content": "repro"}], tools=tools or None,
+                                chat_template_kwargs=CHAT_TEMPLATE_KWARGS or None)
+# The server's force_reasoning: its template manager's (False here: no chat template is rendered) or, as the
+# server reads the request's thinking switch, OpenAIServingChat._get_reasoning_from_request.
+server = types.SimpleNamespace(
+    reasoning_parser=REASONING_PARSER, template_manager=types.SimpleNamespace(reasoning_config=None, force_reasoning=False),
+    _reasoning_detector=ReasoningParser(model_type=REASONING_PARSER, stream_reasoning=True).detector
+    if REASONING_PARSER else None)
+force_reasoning = bool(REASONING_PARSER) and OpenAIServingChat._get_reasoning_from_request(server, request)
 
 
 def call_id(name, index):
@@ -16,8 +27,8 @@ def call_id(name, index):
 
 
 def reasoning_parser(stream):
-    return ReasoningParser(model_type=REASONING_PARSER, stream_reasoning=stream,
-                           tool_call_parser_active=bool(TOOL_PARSER))
+    return ReasoningParser(model_type=REASONING_PARSER, stream_reasoning=stream, force_reasoning=force_reasoning,
+                           request=request, tool_call_parser_active=bool(TOOL_PARSER))
 
 
 # Non-streamed

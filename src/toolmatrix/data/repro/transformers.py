@@ -2,7 +2,7 @@
 # model's model_type (TOOL_PARSER), whole through parse_assistant_message, streamed through build_response_parser's
 # feed() per piece and finalize() at the end. Needs only the transformers package. No model runs: the "model" has
 # only config.model_type, and the "processor" decodes to the text as it is (decoding the generated ids with
-# skip_special_tokens=False gives that text); the prompt is the template's start anchor.
+# skip_special_tokens=False gives that text); the prompt is the template's start anchor. Run: python THIS_FILE
 import json
 import types
 

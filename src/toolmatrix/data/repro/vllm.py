@@ -1,8 +1,8 @@
 # vLLM's own parser, called as its OpenAI server calls it (entrypoints/openai/chat_completion/serving.py): one
 # parser class per server from ParserManager, one parser per request built with the request's
 # chat_template_kwargs; whole with parse(), streamed with parse_delta() per piece (the last one finished=True).
-# Needs only the vllm package; TOKENIZER is the model's folder or Hugging Face repo (the parsers look their
-# special tokens up in its vocabulary). The prompt is empty: no model ran.
+# Needs only the vllm package; TOKENIZER is the model's Hugging Face repo (the parsers look their special tokens
+# up in its vocabulary) (offline: that repo's tokenizer.json and tokenizer_config.json in the Hugging Face cache, HF_HUB_OFFLINE=1). The prompt is empty: no model ran. Run: python THIS_FILE
 import json
 
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
