@@ -217,7 +217,7 @@ FOREIGN_OPTIONS = {
     "ray start": {"--address", "--head", "--num-cpus", "--num-gpus"},
     "engines' own servers": {"--chat-template-file", "--jinja", "--enable-auto-tool-choice", "--tool-call-parser",
                              "--model-path", "--port", "--dyn-tool-call-parser", "--dyn-reasoning-parser",
-                             "--reasoning-parser"},
+                             "--reasoning-parser", "--stream-interval"},
     "pip": {"--no-cache-dir", "--no-deps", "--target"},
 }
 
@@ -327,6 +327,8 @@ ONLY_PARSED = {
     "toolmatrix replay-agreement": "reads the replay run of the line before it",
     "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
+    "toolmatrix replay-repro --triage": "renders through the installed parser environments; "
+                                        "tests/integration/test_replay_repro_run.py holds results/replay/repro/ to it",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
     "toolmatrix gate --baseline sweep/": "reads the replay-sweep of the line before it",
     "toolmatrix replay-versions sweep": "reads the replay-sweep of the lines before it, and would rewrite the "

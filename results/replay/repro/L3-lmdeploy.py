@@ -1,0 +1,152 @@
+# Triage cluster L3 (engine bug; results/replay/TRIAGE.md): LMDeploy Llama 3.1 JSON, streamed in pieces: the call is
+# found, but the pieces of its JSON text before the parser recognises it (`{"`, `name`, ` "`, `get`, `_time`, …)
+# also reach content, and every argument delta carries a fresh call id (`DeltaToolCall`'s `id` default factory,
+# `chatcmpl-tool-{shortuuid.random()}`), so a client sees several calls merged on index 0.
+# Replay fixture llama3_json.choose.time_not_weather.plain on lmdeploy==0.12.2: the non-streamed answer, and the stream cut by chunking 'token'.
+# Written by `toolmatrix replay-repro`; nothing of toolmatrix is needed to run it.
+# The fixture expects: {"content": null, "reasoning": null, "tool_calls": [{"name": "get_time", "arguments": {"timezone": "europe/london"}}]}
+TEXT = '{"name": "get_time", "parameters": {"timezone": "europe/london"}}'
+TOKEN_IDS = [5018, 609, 794, 330, 456, 3084, 498, 330, 14105, 794, 5324, 44371, 794, 330, 68, 4176, 13631, 6610, 32075, 128009]
+TOOLS = [{'type': 'function',
+  'function': {'name': 'get_weather',
+               'description': 'Get the current weather for a city.',
+               'parameters': {'type': 'object',
+                              'properties': {'city': {'type': 'string',
+                                                      'description': 'City name, e.g. "Paris" or "San Francisco".'},
+                                             'unit': {'type': 'string',
+                                                      'enum': ['celsius', 'fahrenheit'],
+                                                      'description': 'Temperature unit. Defaults to celsius.'}},
+                              'required': ['city'],
+                              'additionalProperties': False}}},
+ {'type': 'function',
+  'function': {'name': 'get_forecast',
+               'description': 'Get the daily weather forecast for a city for the next few days.',
+               'parameters': {'type': 'object',
+                              'properties': {'city': {'type': 'string', 'description': 'City name.'},
+                                             'days': {'type': 'integer',
+                                                      'minimum': 1,
+                                                      'maximum': 14,
+                                                      'description': 'Number of days to forecast (1 to 14).'}},
+                              'required': ['city', 'days'],
+                              'additionalProperties': False}}},
+ {'type': 'function',
+  'function': {'name': 'get_time',
+               'description': 'Get the current local time in a timezone.',
+               'parameters': {'type': 'object',
+                              'properties': {'timezone': {'type': 'string',
+                                                          'description': 'IANA timezone name, e.g. "Europe/Paris" '
+                                                                         'or "Asia/Tokyo".'}},
+                              'required': ['timezone'],
+                              'additionalProperties': False}}}]
+TOOL_PARSER = 'llama3'
+REASONING_PARSER = None
+CHAT_TEMPLATE_KWARGS = {}
+TOKENIZER = 'meta-llama/Llama-3.1-8B-Instruct'
+PIECES = [('{"', [5018]),
+ ('name', [609]),
+ ('":', [794]),
+ (' "', [330]),
+ ('get', [456]),
+ ('_time', [3084]),
+ ('",', [498]),
+ (' "', [330]),
+ ('parameters', [14105]),
+ ('":', [794]),
+ (' {"', [5324]),
+ ('timezone', [44371]),
+ ('":', [794]),
+ (' "', [330]),
+ ('e', [68]),
+ ('urope', [4176]),
+ ('/l', [13631]),
+ ('ondon', [6610]),
+ ('"}}', [32075]),
+ ('', [128009])]
+
+# LMDeploy's own parsers, called as its OpenAI server calls them (lmdeploy/serve/openai/api_server.py): the tool
+# parser first, then the reasoning parser on what it left (skipped when the request turns thinking off); gpt-oss
+# through harmony_utils.GptOssChatParser on token ids. Streamed: per piece, with the text and token ids so far.
+# Needs only the lmdeploy package (and the transformers it installs, for the model's tokenizer); TOKENIZER is the
+# model's Hugging Face repo (offline: that repo's tokenizer.json and tokenizer_config.json in the Hugging Face cache, HF_HUB_OFFLINE=1).
+# Call ids are random, as on the server. Run: python THIS_FILE
+import json
+
+from lmdeploy.serve.openai import harmony_utils, protocol
+from lmdeploy.serve.openai.reasoning_parser import ReasoningParserManager
+from lmdeploy.serve.openai.tool_parser import ToolParserManager
+from transformers import AutoTokenizer
+
+tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
+request = protocol.ChatCompletionRequest(model="repro", messages=[{"role": "user", "content": "repro"}],
+                                         tools=TOOLS or None, tool_choice="auto",
+                                         chat_template_kwargs=CHAT_TEMPLATE_KWARGS or None)
+thinking = (request.chat_template_kwargs or {}).get("enable_thinking") is not False  # api_server.py:464-472
+harmony = TOOL_PARSER == "GptOssChatParser"  # built for GptOssForCausalLM models, with no flag
+
+
+def encode(text):
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def parsers():
+    # api_server.set_parsers: one object per name, built with the model's tokenizer
+    return (ToolParserManager.get(TOOL_PARSER)(tokenizer) if TOOL_PARSER and not harmony else None,
+            ReasoningParserManager.get(REASONING_PARSER)(tokenizer) if REASONING_PARSER else None)
+
+
+def show(message):
+    return json.dumps(json.loads(message.model_dump_json()), ensure_ascii=False)
+
+
+def non_streamed():
+    if harmony:
+        return harmony_utils.GptOssChatParser().parse_full(TOKEN_IDS or encode(TEXT))
+    tool_parser, reasoning_parser = parsers()
+    text, calls, reasoning = TEXT, None, None
+    if tool_parser is not None:
+        info = tool_parser.extract_tool_calls(text, request=request)
+        text, calls = info.content, info.tool_calls
+    if reasoning_parser is not None and thinking:
+        reasoning, text = reasoning_parser.extract_reasoning_content(text, request)
+    return protocol.ChatMessage(role="assistant", content=text, tool_calls=calls, reasoning_content=reasoning)
+
+
+# Non-streamed
+try:
+    print("non-streamed message:", show(non_streamed()))
+except Exception as exc:  # api_server.py:625-627: the parser raising is logged and answered with HTTP 400
+    print(f"non-streamed answer: HTTP 400 Failed to parse fc related info to json format! ({type(exc).__name__}: {exc})")
+
+# Streamed, one engine step per piece
+if PIECES is not None:
+    print("streamed deltas:")
+    pieces = [(text, ids if ids is not None else encode(text)) for text, ids in PIECES]
+    # async_engine.py:444-517: a step without text (the stop token's) sends no ids, and one more output follows
+    # the engine's last, "" with the finish reason; each goes through the parsers (no end-of-stream flush)
+    *body, (text, ids) = pieces
+    pieces = [*body, (text, ids if text else []), ("", [])]
+    if harmony:
+        stream = harmony_utils.GptOssChatParser()
+        for _text, ids in pieces:
+            print(show(stream.parse_streaming(ids)))
+    else:
+        tool_parser, reasoning_parser = parsers()
+        previous_text, previous_ids = "", []
+        for text, ids in pieces:
+            delta = protocol.DeltaMessage(role="assistant", content=text)
+            current_text, current_ids = previous_text + text, previous_ids + ids
+            if tool_parser is not None:
+                tool_delta = tool_parser.extract_tool_calls_streaming(
+                    previous_text=previous_text, current_text=current_text, delta_text=delta.content,
+                    previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids,
+                    request=request)
+                if tool_delta is not None:
+                    delta.tool_calls, delta.content = tool_delta.tool_calls, tool_delta.content
+            if reasoning_parser is not None and thinking:
+                reasoning_delta = reasoning_parser.extract_reasoning_content_streaming(
+                    previous_text=previous_text, current_text=current_text, delta_text=delta.content or "",
+                    previous_token_ids=previous_ids, current_token_ids=current_ids, delta_token_ids=ids)
+                if reasoning_delta is not None:
+                    delta.reasoning_content, delta.content = reasoning_delta.reasoning_content, reasoning_delta.content
+            previous_text, previous_ids = current_text, current_ids
+            print(show(delta))
