@@ -15,13 +15,13 @@ from __future__ import annotations
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.protocol import WorkerClient
 from toolmatrix.replay.session import chat_template_kwargs
+from toolmatrix.serving.registry import data_root, load_engines
 
 LMDEPLOY = adapter_for(load_engines()["lmdeploy"])
 CASE = "single.get_weather_paris.plain"

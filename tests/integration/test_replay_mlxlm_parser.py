@@ -21,7 +21,6 @@ import subprocess
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.adapters.llamacpp import TEMPLATES, LlamaCppAdapter
@@ -29,6 +28,7 @@ from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.protocol import WorkerClient
 from toolmatrix.replay.session import chat_template_kwargs
+from toolmatrix.serving.registry import data_root, load_engines
 
 ENGINES = load_engines()
 MLXLM = adapter_for(ENGINES["mlxlm"])

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures
 from toolmatrix.replay.generate import generate
-from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 CASE = "single.get_weather_paris.plain"
 CHUNKINGS = ["token", "special", "random"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.records import read_records
 from toolmatrix.serving.registry import load_engines
 
 TOOL = {"type": "function", "function": {"name": "run_in_terminal", "description": "Run a shell command.", "parameters": {

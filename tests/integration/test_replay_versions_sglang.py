@@ -21,8 +21,8 @@ import pytest
 from toolmatrix.replay.bugs import Bug, default_file, load_bugs, pinned_version
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture
-from toolmatrix.serving.registry import data_root
 from toolmatrix.replay.session import adapters
+from toolmatrix.serving.registry import data_root
 
 TOOLMATRIX = Path(sys.executable).with_name("toolmatrix")
 

@@ -9,17 +9,23 @@ import attrs
 import pytest
 
 from toolmatrix.formats import all_families, get_family
-from toolmatrix.serving.registry import data_root
+from toolmatrix.library.cases import load_cases
+from toolmatrix.records import ReplayInfo, read_records
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
-from toolmatrix.library.cases import load_cases
 from toolmatrix.replay.generate import case_calls, generate, in_sample
-from toolmatrix.serving.registry import load_engines
-from toolmatrix.replay.session import (ReasoningChoice, adapters, chat_template_kwargs, parse_request, reasoning_choice,
-                                      reasoning_style, replay_engine)
-from toolmatrix.records import ReplayInfo, read_records
 from toolmatrix.replay.judge import judge_replay
+from toolmatrix.replay.session import (
+    ReasoningChoice,
+    adapters,
+    chat_template_kwargs,
+    parse_request,
+    reasoning_choice,
+    reasoning_style,
+    replay_engine,
+)
+from toolmatrix.serving.registry import data_root, load_engines
 from toolmatrix.wire.answer import Cut
 from toolmatrix.wire.exchange import Exchange
 

@@ -122,7 +122,8 @@ def cluster_files(tmp_path, monkeypatch):
     0.5.6 on, and records the engine, fixture and modes it was asked for."""
     import json
 
-    from toolmatrix.replay import bisect as bisect_module, cli
+    from toolmatrix.replay import bisect as bisect_module
+    from toolmatrix.replay import cli
 
     (tmp_path / "triage.yaml").write_text(TRIAGE)
     (tmp_path / "fx.jsonl").write_text(json.dumps({
@@ -188,7 +189,8 @@ def releases(tmp_path, monkeypatch):
     import contextlib
     import json
 
-    from toolmatrix.replay import bisect as bisect_module, cli
+    from toolmatrix.replay import bisect as bisect_module
+    from toolmatrix.replay import cli
     from toolmatrix.replay.adapters.base import Support
 
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path / "cache"))

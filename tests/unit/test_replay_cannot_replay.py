@@ -11,10 +11,10 @@ from tests.unit.test_matrix import page_data
 from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.page import md_text
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import ADAPTERS
 from toolmatrix.replay.fixtures import load_fixtures
-from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 FIXTURES = data_root() / "results" / "replay" / "fixtures.jsonl"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Expected, Fixture
+from toolmatrix.serving.registry import load_engines
 
 HARMONY = get_family("harmony")
 SPECIALS = ["<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|call|>", "<|return|>"]

@@ -26,7 +26,6 @@ import attrs
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import data_root
 from toolmatrix.replay import feeder
 from toolmatrix.replay.adapters.base import Adapter, flag_value
 from toolmatrix.replay.detok import load_tokenizer, stop_ids
@@ -34,6 +33,7 @@ from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import adapters, reasoning_style
 from toolmatrix.replay.writers import TURNS
+from toolmatrix.serving.registry import data_root
 
 SCRIPTS = Path(__file__).with_name("detok_engines")
 WORKERS = Path(feeder.__file__).with_name("adapters")

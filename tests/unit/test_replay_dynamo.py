@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
+from toolmatrix.serving.registry import load_engines
 
 DYNAMO = adapter_for(load_engines()["dynamo"])
 

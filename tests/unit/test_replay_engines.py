@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 
 def _fixtures(*ids: str) -> list:

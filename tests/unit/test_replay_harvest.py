@@ -10,18 +10,31 @@ from typing import Callable
 import attrs
 import pytest
 
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.live.evidence import SAME_GENERATION
+from toolmatrix.records import RECORDS, RUN, read_run_info, scan_records
 from toolmatrix.replay.adapters import adapter_for
-from toolmatrix.replay.agreement import AgreementError, agreement, compare_engine, main as agreement_main
+from toolmatrix.replay.agreement import AgreementError, agreement, compare_engine
+from toolmatrix.replay.agreement import main as agreement_main
 from toolmatrix.replay.answers import differences
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
-from toolmatrix.replay.harvest import (LIVE_DISAGREES, NO_RAW_TEXT, NO_STOP_MARKER, REFERENCE_ERRORS, REGENERATED,
-                                       REPLAY, STOP_TOKEN, STREAMED, THINKING, TOKEN_IDS, TOOL_CHOICE, HarvestError,
-                                       harvest)
-from toolmatrix.live.evidence import SAME_GENERATION
+from toolmatrix.replay.harvest import (
+    LIVE_DISAGREES,
+    NO_RAW_TEXT,
+    NO_STOP_MARKER,
+    REFERENCE_ERRORS,
+    REGENERATED,
+    REPLAY,
+    STOP_TOKEN,
+    STREAMED,
+    THINKING,
+    TOKEN_IDS,
+    TOOL_CHOICE,
+    HarvestError,
+    harvest,
+)
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.records import RECORDS, RUN, read_run_info, scan_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 SNAPSHOT = data_root() / "results" / "cpu-qwen2.5-coder"
 VLLM_RUN, LLAMACPP_RUN = "qwen2.5-coder-0.5b@vllm", "qwen2.5-coder-0.5b@llamacpp"
@@ -81,9 +94,9 @@ def test_tags_say_where_the_live_engine_and_the_reference_parser_part(tmp_path: 
 
 
 def test_what_is_not_harvested_is_counted_by_reason(tmp_path: Path) -> None:
-    llamacpp = excerpt(LLAMACPP_RUN, {("single.get_weather_paris", "nonstream"), ("single.get_weather_paris", "stream"),
-                                      ("tool_choice.required_greeting", "nonstream"),
-                                      ("irrelevance.thanks", "nonstream")}, tmp_path / LLAMACPP_RUN)
+    excerpt(LLAMACPP_RUN, {("single.get_weather_paris", "nonstream"), ("single.get_weather_paris", "stream"),
+                           ("tool_choice.required_greeting", "nonstream"), ("irrelevance.thanks", "nonstream")},
+            tmp_path / LLAMACPP_RUN)
     # Evidence from before records said its source: its method tells a second generation.
     def second_generation(record: dict) -> dict:
         evidence = {key: value for key, value in record["evidence"].items() if key != "source"}

@@ -18,12 +18,12 @@ import subprocess
 import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 LMDEPLOY = adapter_for(load_engines()["lmdeploy"])
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.formats import all_families
-from toolmatrix.serving.launchers.process import ProcessLauncher
-from toolmatrix.serving.registry import ModelSpec, load_engines
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
+from toolmatrix.serving.launchers.process import ProcessLauncher
+from toolmatrix.serving.registry import ModelSpec, load_engines
 
 SPEC = load_engines()["mlxlm"]
 MLXLM = adapter_for(SPEC)

@@ -12,18 +12,17 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.serving.registry import load_engines
 from toolmatrix.replay.adapters import ADAPTERS, adapter_for
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, dump_fixtures
 from toolmatrix.replay.repro import snippet, template
 from toolmatrix.replay.session import parse_request
+from toolmatrix.serving.registry import load_engines
 
 TEXT = '<think>\nhm\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich"}}\n</tool_call>'
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {

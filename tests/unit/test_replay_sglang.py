@@ -17,13 +17,13 @@ import pytest
 
 from tests.helpers_shim import SHIM_AUDIT
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import data_root, load_engines
+from toolmatrix.records import read_records
 from toolmatrix.replay import session
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import replay_engine
-from toolmatrix.records import read_records
+from toolmatrix.serving.registry import data_root, load_engines
 
 SGLANG = adapter_for(load_engines()["sglang"])
 

@@ -15,11 +15,11 @@ import os
 import attrs
 import pytest
 
-from toolmatrix.serving.registry import cache_dir, data_root
 from toolmatrix.replay.adapters.llamacpp import TEMPLATES
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.generate import generate
 from toolmatrix.replay.writers import TURNS
+from toolmatrix.serving.registry import cache_dir, data_root
 
 render_jinja_template = pytest.importorskip("transformers.utils.chat_template_utils").render_jinja_template
 

@@ -9,14 +9,13 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import data_root, load_engines
-from toolmatrix.replay.adapters import adapter_for
-from toolmatrix.replay.feeder import (SPLITTER, chunk, fixture_tokens, own_vocabulary, tokenizer_path, tokens,
-                                      units)
-from toolmatrix.replay.generate import generate
-from toolmatrix.replay.fixtures import FixtureError, load_fixtures
-from toolmatrix.replay.session import parse_request, replay_engine
 from toolmatrix.records import read_records
+from toolmatrix.replay.adapters import adapter_for
+from toolmatrix.replay.feeder import SPLITTER, chunk, fixture_tokens, own_vocabulary, tokenizer_path, tokens, units
+from toolmatrix.replay.fixtures import FixtureError, load_fixtures
+from toolmatrix.replay.generate import generate
+from toolmatrix.replay.session import parse_request, replay_engine
+from toolmatrix.serving.registry import data_root, load_engines
 
 HERMES = get_family("hermes")
 SGLANG = adapter_for(load_engines()["sglang"])

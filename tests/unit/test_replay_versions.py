@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.serving.registry import load_engines
+from toolmatrix.records import ResultsError
 from toolmatrix.replay.session import record_cannot_replay
 from toolmatrix.replay.versions import FIX, REGRESSION, layout, read_sweep, read_versions, table
-from toolmatrix.records import ResultsError
-
+from toolmatrix.serving.registry import load_engines
 
 NO_GEMMA4 = {"gemma4": "sglang gemma4: --tool-call-parser gemma4: not a choice of this release"}
 

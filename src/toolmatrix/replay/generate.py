@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from toolmatrix.library.cases import Case, load_cases
 from toolmatrix.judge.checks import value_matches
+from toolmatrix.library.cases import Case, load_cases
 
 from .fixtures import Expected, Fixture
 from .writers import TURNS, Call, Style, answer, llama3_tagged

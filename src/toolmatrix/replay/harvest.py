@@ -33,12 +33,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
+from toolmatrix.base.specs import validate_instance
+from toolmatrix.formats import get_family
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.live.evidence import SAME_GENERATION
-from toolmatrix.formats import get_family
-from toolmatrix.serving.registry import load_models
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
-from toolmatrix.base.specs import validate_instance
+from toolmatrix.serving.registry import load_models
 from toolmatrix.wire.answer import Message
 
 from .answers import answer_of, differences

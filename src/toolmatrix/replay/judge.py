@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 
-from toolmatrix.library.cases import CallExpectation, Case, Expectation
-from toolmatrix.judge.checks import CheckInput, judge, run_checks
 from toolmatrix.formats import Family
-from toolmatrix.records import (Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict,
-                                transcript)
+from toolmatrix.judge.checks import CheckInput, judge, run_checks
+from toolmatrix.library.cases import CallExpectation, Case, Expectation
+from toolmatrix.records import Blame, BlameSource, CheckOutcome, CheckResult, Record, ReplayInfo, Verdict, transcript
 from toolmatrix.wire.answer import Message
 from toolmatrix.wire.exchange import Exchange
 

@@ -12,8 +12,8 @@ from datetime import date, datetime
 from typing import Iterable
 
 import attrs
-from packaging.version import InvalidVersion, Version
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 INDEX = "https://pypi.org/simple/"
 ACCEPT = "application/vnd.pypi.simple.v1+json"

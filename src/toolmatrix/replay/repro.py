@@ -26,7 +26,7 @@ from toolmatrix.serving.registry import load_models
 
 from .adapters import Adapter
 from .adapters.llamacpp import LlamaCppAdapter
-from .feeder import CHUNKINGS, TOKENIZERS, model_tokenizer_dir, tokenizer_dir
+from .feeder import CHUNKINGS, model_tokenizer_dir, tokenizer_dir
 from .fixtures import Fixture
 from .session import adapters, parse_request
 

@@ -15,8 +15,8 @@ from typing import Any, Iterable, Iterator, Mapping
 import attrs
 
 from toolmatrix.formats import Family, get_family
-from toolmatrix.serving.registry import EngineSpec, ModelSpec, load_engines, load_models
 from toolmatrix.records import REPLAY, Posted, Record, RecordWriter, ReplayInfo, Run, RunEngine, RunModel
+from toolmatrix.serving.registry import EngineSpec, ModelSpec, load_engines, load_models
 from toolmatrix.serving.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder

@@ -191,7 +191,6 @@ def _too_old() -> str | None:
     """Why this MLX-LM release cannot replay at all (None: it can), asked once per worker: the harness drives the
     generation API of 0.32 (its text state machine), which an older release laid over the env lacks."""
     import dataclasses
-
     from importlib.metadata import version
 
     if "text_sm" in {f.name for f in dataclasses.fields(_server().GenerationContext)}:

@@ -59,6 +59,7 @@ def _server_method(name: str):
     import logging
     import os
     import symtable
+
     from sglang.srt.parser import reasoning_parser
     path = os.path.join(sys.modules["sglang"].__path__[0], SERVING_CHAT)
     with open(path, encoding="utf-8") as handle:

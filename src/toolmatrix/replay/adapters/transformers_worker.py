@@ -78,8 +78,7 @@ def parse(req: dict) -> dict:
 
 
 def stream(req: dict, pieces: list) -> list:
-    from transformers.cli.serving.utils import (ReasoningText, ToolCall, build_response_parser,
-                                                response_events_to_chunks)
+    from transformers.cli.serving.utils import ReasoningText, ToolCall, build_response_parser, response_events_to_chunks
     model_type = req["tool_parser"]
     parser = build_response_parser(_processor(), _model(model_type), _prompt(model_type),
                                    **_tools(build_response_parser, req))
