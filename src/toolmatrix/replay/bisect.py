@@ -156,8 +156,11 @@ def bisect_each(versions: list[str], fixture_ids: Iterable[str], probe: Callable
 
     found: dict[str, Bisection | BisectError] = {}
     for fixture_id in fixture_ids:
+        def verdict(version: str, fixture_id: str = fixture_id) -> Probe:
+            return at(version)[fixture_id]
+
         try:
-            found[fixture_id] = bisect(versions, lambda version, fixture_id=fixture_id: at(version)[fixture_id])
+            found[fixture_id] = bisect(versions, verdict)
         except BisectError as exc:
             found[fixture_id] = exc
     return found, list(replayed)

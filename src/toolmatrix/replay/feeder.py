@@ -317,7 +317,9 @@ def chunk(text: str, family: Family, chunking: str, seed: str = "", model: str |
         # the stop token is a special token too, its own last delta.
         stop = [base.pop()] if cut is not None and cut.stop_step else []
         bounds = {pos for match in _marker_pattern(family).finditer(text) for pos in match.span()}
-        out, group, end = [], [], 0
+        out: list[Piece] = []
+        group: list[Piece] = []
+        end = 0
         for piece in base:
             if group and end in bounds:
                 out.append(_join(group))

@@ -58,7 +58,7 @@ WEATHER = ("get_weather", {"city": "Paris"})
 UNICODE = ("get_weather", {"city": "Zürich «東京» \"Nord\" \\ tab\tend – 🌧", "unit": "°C"})
 NESTED = ("search", {"query": "hotels", "filters": {"stars": [4, 5], "area": {"name": "Old Town", "near": None},
                                                     "pool": True}, "limit": 3})
-EMPTY = ("ping", {})
+EMPTY: Call = ("ping", {})
 
 
 def _regex_witness(pattern: str) -> str | None:
@@ -99,7 +99,7 @@ _TYPE_WITNESS: dict[str, Any] = {"string": "x", "integer": 1, "number": 1, "bool
 def _required_fill(case: Case, name: str, args: dict) -> dict | None:
     """The tool schema's required properties the matchers left out, given a value of their type: a model's call
     carries them, and without them every parser's correct answer fails the live ``arguments_schema`` check."""
-    tool = next((t["function"] for t in case.tools if t.get("function", {}).get("name") == name), {})
+    tool: dict[str, Any] = next((t["function"] for t in case.tools if t.get("function", {}).get("name") == name), {})
     params = tool.get("parameters") or {}
     fill = {}
     for key in params.get("required", ()):
@@ -217,7 +217,7 @@ def _variants(maker: _Family, turn) -> Iterator[Fixture]:
         yield maker.make(f"{base}.call_first", TOOLS, [WEATHER], [], "call_first", thinks=False)
         yield maker.make(f"{base}.history_layout_call_first", TOOLS, [WEATHER], ["history_layout"],
                          "history_layout_call_first", thinks=False, write=turn.history)
-    three = [WEATHER, ("get_weather", {"city": "Tokyo"}), NESTED]
+    three: list[Call] = [WEATHER, ("get_weather", {"city": "Tokyo"}), NESTED]
     if not turn.one_call:
         yield maker.make(f"{base}.three_calls", TOOLS, three, ["parallel"], "three_calls")
         yield maker.make(f"{base}.three_calls_loose", TOOLS, three, ["parallel", "whitespace"], "three_calls_loose",

@@ -23,6 +23,7 @@ class WorkerClient:
     def __init__(self, python: Path, script: Path, env: dict[str, str] | None = None) -> None:
         # stderr to a file, not a pipe: a chatty engine would fill a pipe nobody reads and block the worker.
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self.script = script
         self.proc = subprocess.Popen([str(python), str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, text=True, encoding="utf-8", env=env, bufsize=1)
         # Requests are written by a thread of their own: a request and an answer both larger than a pipe's buffer
@@ -49,7 +50,7 @@ class WorkerClient:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise WorkerError(f"worker {self.proc.args[1]} died: {self._stderr_tail()}")
+            raise WorkerError(f"worker {self.script} died: {self._stderr_tail()}")
         return json.loads(line)
 
     def request(self, message: dict) -> dict:

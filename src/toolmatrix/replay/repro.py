@@ -116,7 +116,7 @@ def pinned(adapter: Adapter) -> str:
     """The engine as replayed: its package's pinned line, else its build's first line (llama.cpp), else its name."""
     versions = adapter.versions().splitlines()
     pin = next((line for line in versions if line.lower().startswith(adapter.replay.package.lower() + "==")),
-               None) if adapter.replay.package else (versions or [None])[0]
+               None) if adapter.replay.package else (versions[0] if versions else None)
     return pin or adapter.engine
 
 

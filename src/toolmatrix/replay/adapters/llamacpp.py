@@ -66,7 +66,8 @@ def gguf_reading(family: str, entry: Mapping[str, str], templates: Path) -> Read
         return None
     bos = entry.get("bos") or _config_token(config, "bos_token")
     eos = entry.get("eos") or _config_token(config, "eos_token")
-    vocab = f"vocabulary of {entry.get('vocab') or path_label(tokenizer)} (BOS {bos!r}, EOS {eos!r})"
+    source = entry.get("vocab") or (path_label(tokenizer) if tokenizer is not None else "no offline tokenizer")
+    vocab = f"vocabulary of {source} (BOS {bos!r}, EOS {eos!r})"
     if entry["template"] == "tokenizer":
         return Reading(f"as llama-server -m model.gguf: chat_template and {vocab}", config, bos, eos)
     return Reading(f"as llama-server -m model.gguf: {entry['template']} ({entry['why']}), {vocab}",
