@@ -30,8 +30,8 @@ from tests.helpers_shim import SHIM_AUDIT
 from toolmatrix.replay.adapters import adapter_for
 from toolmatrix.replay.feeder import TOKENIZERS, tokenizer_dir, tokenizer_path
 from toolmatrix.replay.fixtures import load_fixtures
+from toolmatrix.replay.names import mode_of
 from toolmatrix.replay.repro import HUB_TOKENIZERS, cluster_file, write_cluster_repros
-from toolmatrix.replay.session import mode_of
 from toolmatrix.replay.triage import load_triage
 from toolmatrix.serving.registry import cache_dir, data_root, load_engines
 

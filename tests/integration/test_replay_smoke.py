@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from toolmatrix.records import read_records
-from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.adapters import adapter_for, replay_engines
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import dump_fixtures
 from toolmatrix.replay.generate import generate
@@ -36,7 +36,7 @@ def smoke_fixtures(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("engine", sorted(ADAPTERS))
+@pytest.mark.parametrize("engine", sorted(replay_engines()))
 def test_every_replay_engine_parses_the_smoke_subset(engine: str, smoke_fixtures: Path, tmp_path: Path) -> None:
     adapter = adapter_for(load_engines()[engine])
     why = adapter.ready() or (None if tokenizer_path("hermes") else "toolmatrix replay-install tokenizers")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.adapters import adapter_for, replay_engines
 from toolmatrix.serving.launchers.process import venv_dir
 from toolmatrix.serving.registry import EngineSpec, load_engines
 
@@ -57,7 +57,7 @@ def process_release(spec: EngineSpec) -> dict[str, str]:
 def replay_release(spec: EngineSpec) -> dict[str, str]:
     """The engine package its replay environment pins; an adapter without pins replays in what the process
     launcher installed (checked here to be that very environment, or its build)."""
-    if spec.id not in ADAPTERS:
+    if spec.id not in replay_engines():
         return {}
     adapter = adapter_for(spec)
     if not adapter.replay.pip:

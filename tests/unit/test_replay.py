@@ -11,7 +11,7 @@ import pytest
 from toolmatrix.formats import all_families, get_family
 from toolmatrix.library.cases import load_cases
 from toolmatrix.records import ReplayInfo, read_records
-from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.adapters import adapter_for, replay_engines
 from toolmatrix.replay.feeder import CHUNKINGS, chunk, tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, FixtureError, load_fixtures
 from toolmatrix.replay.generate import case_calls, generate, in_sample
@@ -254,7 +254,7 @@ def test_thinking_is_asked_under_the_familys_own_key(family, reasoning, kwargs) 
     assert chat_template_kwargs(outside("someone/own-model", family, reasoning)) == kwargs
 
 
-@pytest.mark.parametrize("engine", sorted(ADAPTERS))
+@pytest.mark.parametrize("engine", sorted(replay_engines()))
 def test_every_adapter_is_asked_thinking_per_fixture_under_the_familys_key(engine: str) -> None:
     """Every worker request carries the switch as the fixture shows, the same way for every engine: before, SGLang's
     never did, and the others sent enable_thinking for every family, which DeepSeek V3.1's template never reads."""

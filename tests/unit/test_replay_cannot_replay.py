@@ -12,7 +12,7 @@ from toolmatrix.cli import main
 from toolmatrix.matrix import build_matrix
 from toolmatrix.matrix.page import md_text
 from toolmatrix.records import read_records
-from toolmatrix.replay.adapters import ADAPTERS
+from toolmatrix.replay.adapters import replay_engines
 from toolmatrix.replay.fixtures import load_fixtures
 from toolmatrix.serving.registry import data_root, load_engines
 
@@ -21,8 +21,8 @@ FIXTURES = data_root() / "results" / "replay" / "fixtures.jsonl"
 
 def test_every_engine_spec_has_a_replay_adapter_or_a_measured_reason_never_both() -> None:
     specs = load_engines()
-    silent = sorted(e for e, s in specs.items() if e not in ADAPTERS and s.cannot_replay is None)
-    both = sorted(e for e, s in specs.items() if e in ADAPTERS and s.cannot_replay is not None)
+    silent = sorted(e for e, s in specs.items() if e not in replay_engines() and s.cannot_replay is None)
+    both = sorted(e for e, s in specs.items() if e in replay_engines() and s.cannot_replay is not None)
     assert silent == [], f"no replay adapter and no replay.cannot_replay: {silent}"
     assert both == [], f"a replay adapter and a replay.cannot_replay reason: {both}"
     assert "tgi" in specs and specs["tgi"].cannot_replay.startswith("TGI 3.3.5 has no tool-call text parser")

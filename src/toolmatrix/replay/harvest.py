@@ -38,7 +38,7 @@ from toolmatrix.formats import get_family
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.live.evidence import SAME_GENERATION
 from toolmatrix.records import Record, ResultsError, RunInfo, read_run_info, run_dirs, scan_records
-from toolmatrix.serving.registry import load_models
+from toolmatrix.serving.registry import registry
 from toolmatrix.wire.answer import Message
 
 from .answers import answer_of, differences
@@ -115,7 +115,7 @@ def _tool_choice_auto(request: Mapping[str, Any]) -> bool:
 
 @functools.cache
 def _thinking(model: str) -> bool:
-    registered = load_models().get(model)
+    registered = registry().models.get(model)
     return bool(registered is not None and registered.reasoning)
 
 

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from toolmatrix.serving.registry import load_models
+from toolmatrix.serving.registry import registry
 
 from .adapters import Adapter
 from .adapters.llamacpp import LlamaCppAdapter
@@ -81,7 +81,7 @@ def hub_tokenizer(path: str) -> str | None:
     for name, repo in HUB_TOKENIZERS.items():
         if folder == tokenizer_dir(name):
             return repo
-    for model in load_models().values():  # a registered model's own tokenizer, made from its weights
+    for model in registry().models.values():  # a registered model's own tokenizer, made from its weights
         if folder == model_tokenizer_dir(model.id):
             source = model.weights_source("hf")
             if source is not None and source.form == "hub":

@@ -16,13 +16,14 @@ import attrs
 
 from toolmatrix.formats import Family, get_family
 from toolmatrix.records import REPLAY, Posted, Record, RecordWriter, ReplayInfo, Run, RunEngine, RunModel
-from toolmatrix.serving.registry import EngineSpec, ModelSpec, load_engines, load_models
+from toolmatrix.serving.registry import EngineSpec, ModelSpec, registry
 from toolmatrix.serving.runinfo import Portable, program_name, toolmatrix_version
 
 from . import feeder
-from .adapters import ADAPTERS, Adapter, Support, adapter_for
+from .adapters import Adapter, Support, adapter_for, replay_engines
 from .fixtures import Fixture
 from .judge import judge_replay
+from .names import mode_of
 from .protocol import WorkerClient
 
 
@@ -36,10 +37,10 @@ def _models() -> dict[str, ModelSpec]:
     """The registry by every name a fixture may give its model: registry id, or any weights repository, as the
     world names a model (``Qwen/Qwen3-8B``). Read and schema-checked once: per fixture it was a fifth of a replay's
     time."""
-    registry = load_models()
-    names = {weights["repo"]: model for model in registry.values() for weights in model.weights.values()
+    models = registry().models
+    names = {weights["repo"]: model for model in models.values() for weights in model.weights.values()
              if isinstance(weights, Mapping) and "repo" in weights}
-    return {**names, **registry}
+    return {**names, **models}
 
 
 @attrs.frozen
@@ -97,18 +98,14 @@ def reasoning_style(fixture: Fixture) -> str | None:
 
 def adapters(names: Iterable[str] | None = None) -> list[Adapter]:
     """Adapters by name: ``ENGINE`` at its pinned version or ``ENGINE@VERSION``."""
-    specs = load_engines()
+    specs = registry().engines
     return [adapter_for(specs[engine], at or None)
-            for engine, _, at in (name.partition("@") for name in (names or ADAPTERS))]
+            for engine, _, at in (name.partition("@") for name in (names or replay_engines()))]
 
 
 def unreplayable_engines() -> dict[str, EngineSpec]:
     """Engine specs that say why no adapter can replay their parser here (``replay.cannot_replay``), by id."""
-    return {engine: spec for engine, spec in load_engines().items() if spec.cannot_replay is not None}
-
-
-def mode_of(chunking: str) -> str:
-    return {"none": "nonstream", "whole": "stream"}.get(chunking, f"stream:{chunking}")
+    return {engine: spec for engine, spec in registry().engines.items() if spec.cannot_replay is not None}
 
 
 def _strings(value: Any) -> Iterator[str]:

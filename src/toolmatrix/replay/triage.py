@@ -32,8 +32,7 @@ import attrs
 
 from toolmatrix.base.specs import SpecErrors, read_yaml, schema_errors
 
-from .feeder import own_vocabulary
-from .session import mode_of
+from .names import mode_of, own_vocabulary
 
 CLASSES = {"engine_bug": "Engine bugs", "contested_format": "Contested format",
            "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts",
@@ -59,7 +58,7 @@ class Failing:
     failed_checks: frozenset[str]
     source: str = ""  # the fixture's source (``generated:plain``, ``probe:loose``, a user's file)
     version: str = ""  # the engine's, as replayed
-    vocabulary: str = "own"  # foreign: not through its own family's vocabulary (feeder.own_vocabulary)
+    vocabulary: str = "own"  # foreign: not through its own family's vocabulary (names.own_vocabulary)
 
     @property
     def probe(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from toolmatrix.serving.launchers import default_launcher
-from toolmatrix.serving.registry import EngineSpec, load_registry, resolve_model
+from toolmatrix.serving.registry import EngineSpec, registry, resolve_model
 
 SURFACES = ("chat",)  # the API surfaces a case is sent over; Chat Completions is the one built so far
 PLAN_FORMAT = "toolmatrix-plan"
@@ -85,7 +85,7 @@ def plan_shards(engines: Sequence[str], models: Sequence[str], *, launcher: str 
     emitted for Kubernetes) passes a fresh batch id; GitHub Actions sets ``TOOLMATRIX_BATCH`` per workflow run."""
     if case_shards < 1 or repeat < 1:
         raise PlanError("case shards and repeats must be at least 1")
-    engine_specs, model_specs = load_registry()
+    engine_specs, model_specs = registry().engines, registry().models
     problems = [f"unknown engine {e!r}" for e in engines if e not in engine_specs]
     resolved = {}
     for model in models:

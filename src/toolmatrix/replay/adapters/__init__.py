@@ -4,7 +4,7 @@ beyond that data has a subclass in its own file."""
 
 from __future__ import annotations
 
-from toolmatrix.serving.registry import EngineSpec, load_engines
+from toolmatrix.serving.registry import EngineSpec, registry
 
 from .base import Adapter, Support
 from .dynamo import DynamoAdapter
@@ -17,13 +17,19 @@ BEHAVIOUR: dict[str, type[Adapter]] = {"dynamo": DynamoAdapter, "llamacpp": Llam
                                        "lmdeploy": LMDeployAdapter, "transformers": TransformersAdapter,
                                        "vllm": VLLMAdapter}
 
-ADAPTERS: dict[str, type[Adapter]] = {engine: BEHAVIOUR.get(engine, Adapter)
-                                      for engine, spec in load_engines().items() if spec.replay is not None}
+
+
+def replay_engines() -> list[str]:
+    """The engines with an adapter, in the registry's order, read on first use (importing this package reads no
+    spec file)."""
+    return [engine for engine, spec in registry().engines.items() if spec.replay is not None]
 
 
 def adapter_for(spec: EngineSpec, at: str | None = None) -> Adapter:
     """The engine's adapter; ``at``: a version of its parser package laid over its pinned env (ENGINE@VERSION)."""
-    return ADAPTERS[spec.id](spec, at=at)
+    if spec.replay is None:
+        raise KeyError(spec.id)
+    return BEHAVIOUR.get(spec.id, Adapter)(spec, at=at)
 
 
-__all__ = ["ADAPTERS", "Adapter", "Support", "adapter_for"]
+__all__ = ["Adapter", "Support", "adapter_for", "replay_engines"]

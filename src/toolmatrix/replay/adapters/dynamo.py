@@ -17,7 +17,7 @@ class DynamoAdapter(Adapter):
 
     def env(self) -> Mapping[str, str]:
         # Families with no offline tokenizer are encoded with Qwen3's (the worker's fallback: the stand-in model needs
-        # a vocabulary), and their records are marked (feeder.own_vocabulary: a splitter label); Dynamo's Harmony
+        # a vocabulary), and their records are marked (names.own_vocabulary: a splitter label); Dynamo's Harmony
         # parsers load the o200k vocabulary from TIKTOKEN_ENCODINGS_BASE (offline, else they strip every Harmony
         # answer to nothing), which the worker writes there from gpt-oss's tokenizer; Dynamo's own logs stay at
         # warnings (stderr).

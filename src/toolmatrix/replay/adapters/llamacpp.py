@@ -18,7 +18,7 @@ from typing import Mapping
 
 import attrs
 
-from toolmatrix.serving.registry import cache_dir, load_models
+from toolmatrix.serving.registry import cache_dir, registry
 
 from ..feeder import path_label, tokenizer_path
 from .base import Adapter, Support
@@ -32,7 +32,7 @@ def model_templates() -> dict[str, Path]:
     """Family -> the chat_template a registered model of that family names (the live tier passes it to
     llama-server with --chat-template-file); the first such model by id where several do."""
     found: dict[str, Path] = {}
-    for model in sorted(load_models().values(), key=lambda m: m.id):
+    for model in sorted(registry().models.values(), key=lambda m: m.id):
         if model.chat_template is not None and "llamacpp" not in model.engine_templates:
             found.setdefault(model.family, model.chat_template)
     return found

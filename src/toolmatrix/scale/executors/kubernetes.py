@@ -21,7 +21,7 @@ import math
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -30,7 +30,7 @@ from toolmatrix.scale.shards import Plan, Shard, safe_name, with_options
 from toolmatrix.serving.launchers.base import LaunchError, docker_of
 from toolmatrix.serving.launchers.docker import TEMPLATES_DIR, ContainerConfig, Mount, container_config
 from toolmatrix.serving.placeholders import render
-from toolmatrix.serving.registry import EngineSpec, ModelSpec, data_root, load_registry, resolve_model
+from toolmatrix.serving.registry import EngineSpec, ModelSpec, data_root, registry, resolve_model
 
 RESULTS_MOUNT = "/results"
 DEFAULT_RESULTS_CLAIM = "toolmatrix-results"
@@ -125,7 +125,7 @@ def templates_container(mount: Mount, image: str) -> dict[str, Any]:
 
 
 def model_option(engine: EngineSpec, model: ModelSpec, shard: Shard, config: ContainerConfig,
-                 registry: dict[str, ModelSpec]) -> tuple[str, list[dict[str, str]]]:
+                 registry: Mapping[str, ModelSpec]) -> tuple[str, list[dict[str, str]]]:
     """``--model`` for pytest against the sidecar, and the environment it needs.
 
     Against a URL pytest resolves a registry id to its spec (format, template, defaults) and asks for the spec's
@@ -166,7 +166,7 @@ def _config(shard: Shard, engine: EngineSpec, model: ModelSpec) -> ContainerConf
         raise EmitError(f"{shard.id}: {exc}") from None
 
 
-def job(shard: Shard, engines: dict[str, EngineSpec], models: dict[str, ModelSpec], *, toolmatrix_image: str,
+def job(shard: Shard, engines: Mapping[str, EngineSpec], models: Mapping[str, ModelSpec], *, toolmatrix_image: str,
         namespace: str | None = None, results_claim: str = DEFAULT_RESULTS_CLAIM,
         models_claim: str = DEFAULT_MODELS_CLAIM, env_secret: str = DEFAULT_ENV_SECRET) -> dict[str, Any]:
     """One shard's Job. Raises EmitError when the shard's engine cannot run in a Pod (the message says why)."""
@@ -229,7 +229,7 @@ def manifests(plan: Plan, *, command_line: str, toolmatrix_image: str, namespace
 
     Raises EmitError naming every shard that cannot run in a Pod.
     """
-    engines, models = load_registry()
+    engines, models = registry().engines, registry().models
     jobs, problems = [], []
     for shard in plan.shards:
         try:
