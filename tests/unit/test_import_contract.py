@@ -16,6 +16,8 @@ WIRE = "The wire layer: the answer's types, then the readers that fill them, the
 ACYCLIC = "No import cycle between the modules of one package"
 PLUGIN = "The plugin: its hooks (the package itself) call the controller, which reads the"
 STAND_INS = "The stand-in servers are the tests' and the demo's: no other product module"
+PYTEST = "pytest is the plugin's: no module outside plugin, suite and testing imports it"
+PYTEST_HOMES = {"plugin", "suite", "testing"}  # the packages that may import pytest
 
 
 def lint_imports(project: Path) -> subprocess.CompletedProcess:
@@ -28,7 +30,7 @@ def lint_imports(project: Path) -> subprocess.CompletedProcess:
 def test_the_tree_keeps_every_contract():
     proc = lint_imports(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Contracts: 6 kept, 0 broken." in proc.stdout
+    assert "Contracts: 7 kept, 0 broken." in proc.stdout
 
 
 @pytest.mark.parametrize(("module", "added", "contract", "named"), [
@@ -38,7 +40,8 @@ def test_the_tree_keeps_every_contract():
     ("report/summary.py", "from toolmatrix.testing import fake", STAND_INS,
      "toolmatrix.report.summary -> toolmatrix.testing.fake"),
     ("plugin/keys.py", "from toolmatrix.plugin import state", PLUGIN, "toolmatrix.plugin.keys -> toolmatrix.plugin.state"),
-], ids=["upward", "wire-readers-up", "cycle", "stand-in", "plugin-keys-up"])
+    ("base/exitcodes.py", "import pytest", PYTEST, "toolmatrix.base.exitcodes -> pytest"),
+], ids=["upward", "wire-readers-up", "cycle", "stand-in", "plugin-keys-up", "pytest-outside-the-plugin"])
 def test_a_forbidden_import_breaks_its_contract(tmp_path, module, added, contract, named):
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
@@ -47,3 +50,13 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path, module, added, contrac
     proc = lint_imports(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"{contract}" in proc.stdout and "BROKEN" in proc.stdout and named in proc.stdout, proc.stdout
+
+
+def test_the_pytest_contract_covers_every_package_but_the_plugin_the_suite_and_the_stand_ins():
+    """A package added later is named in the contract too: only plugin, suite and testing may import pytest."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c["name"] == PYTEST]
+    packages = {p.parent.name for p in (ROOT / "src" / "toolmatrix").glob("*/__init__.py")}
+    assert {m.removeprefix("toolmatrix.") for m in contract["source_modules"]} == packages - PYTEST_HOMES

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.exitcodes import ENGINE_DIED, worst
 from toolmatrix.scale.pairs import Pair, child_args, plan_pairs
 from toolmatrix.serving.launchers import default_launcher
@@ -42,7 +43,7 @@ def test_a_model_may_be_given_by_its_source():
     ("llamacpp,vllm", "a,b", "http://gpu:8000/v1", "--base-url reaches one server"),
 ])
 def test_unknown_ids_and_several_engines_at_one_url_are_usage_errors(engines, models, url, message):
-    with pytest.raises(pytest.UsageError, match=message):
+    with pytest.raises(ToolmatrixError, match=message):  # the plugin makes it pytest's usage error
         plan_pairs(engines, models, url, "external" if url else "process")
 
 

@@ -122,8 +122,8 @@ def cluster_files(tmp_path, monkeypatch):
     0.5.6 on, and records the engine, fixture and modes it was asked for."""
     import json
 
+    from toolmatrix.cli import replay as cli
     from toolmatrix.replay import bisect as bisect_module
-    from toolmatrix.replay import cli
 
     (tmp_path / "triage.yaml").write_text(TRIAGE)
     (tmp_path / "fx.jsonl").write_text(json.dumps({
@@ -137,7 +137,7 @@ def cluster_files(tmp_path, monkeypatch):
         probe = _verdicts({n: "pass" if n < 6 else "fail" for n in range(1, 17)})
         return lambda version: {fixture.id: probe(version) for fixture, _ in targets}
 
-    monkeypatch.setattr(cli, "_pinned_engine", lambda engine, command: ("0.5.16", ""))
+    monkeypatch.setattr(cli, "_pinned_engine", lambda engine: "0.5.16")
     monkeypatch.setattr(bisect_module, "replay_at", replay_at)
     return tmp_path, asked
 
@@ -156,12 +156,12 @@ def test_bisect_of_a_cluster_replays_its_repro_and_prints_its_first_broken_and_f
 
 
 @pytest.mark.parametrize("args, error", [
-    (["--cluster", "E9"], "replay-bisect --cluster E9: not in {root}/triage.yaml (known: E1, D1)"),
-    (["--cluster", "D1"], "replay-bisect --cluster D1: a fixture_doubt cluster; only engine bugs are bisected"),
-    (["--cluster", "E1", "--engine", "vllm"], "replay-bisect --cluster E1: its repro replays sglang, not vllm"),
-    (["--fixture", "f.1"], "replay-bisect: --engine E is required with --fixture, -k or --every"),
-    (["--cluster", "E1", "-k", "f"], "replay-bisect --cluster bisects its repro's fixture: not with -k or --every"),
-    ([], "replay-bisect: name what to bisect: --fixture ID, -k EXPR, --every N or --cluster ID"),
+    (["--cluster", "E9"], "toolmatrix replay-bisect: --cluster E9: not in {root}/triage.yaml (known: E1, D1)"),
+    (["--cluster", "D1"], "toolmatrix replay-bisect: --cluster D1: a fixture_doubt cluster; only engine bugs are bisected"),
+    (["--cluster", "E1", "--engine", "vllm"], "toolmatrix replay-bisect: --cluster E1: its repro replays sglang, not vllm"),
+    (["--fixture", "f.1"], "toolmatrix replay-bisect: --engine E is required with --fixture, -k or --every"),
+    (["--cluster", "E1", "-k", "f"], "toolmatrix replay-bisect: --cluster bisects its repro's fixture: not with -k or --every"),
+    ([], "toolmatrix replay-bisect: name what to bisect: --fixture ID, -k EXPR, --every N or --cluster ID"),
 ])
 def test_a_cluster_bisect_that_cannot_start_says_why(cluster_files, capsys, args, error):
     from toolmatrix.cli import main
@@ -189,8 +189,8 @@ def releases(tmp_path, monkeypatch):
     import contextlib
     import json
 
+    from toolmatrix.cli import replay as cli
     from toolmatrix.replay import bisect as bisect_module
-    from toolmatrix.replay import cli
     from toolmatrix.replay.adapters.base import Support
 
     monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path / "cache"))
@@ -222,7 +222,7 @@ def releases(tmp_path, monkeypatch):
     monkeypatch.setattr(bisect_module, "install_at", lambda adapter: "")
     monkeypatch.setattr(bisect_module, "WorkerClient", lambda *args: contextlib.nullcontext())
     monkeypatch.setattr(bisect_module, "fixture_verdict", fixture_verdict)
-    monkeypatch.setattr(cli, "_pinned_engine", lambda engine, command: (MLX_RELEASES[-1], ""))
+    monkeypatch.setattr(cli, "_pinned_engine", lambda engine: MLX_RELEASES[-1])
     return tmp_path, verdicts, replayed
 
 
@@ -284,9 +284,9 @@ def test_several_fixtures_are_bisected_in_one_run_each_with_its_own_flip(release
 
 
 @pytest.mark.parametrize("selection, status, error", [
-    (["--fixture", "nope.1"], 2, "replay-bisect --fixture nope.1: not in {root}/fx.jsonl"),
-    (["-k", "mistral"], 5, "replay-bisect no fixture of {root}/fx.jsonl selected"),
-    (["-k", "hermes and"], 2, "replay-bisect -k 'hermes and': "),
+    (["--fixture", "nope.1"], 2, "toolmatrix replay-bisect: --fixture nope.1: not in {root}/fx.jsonl"),
+    (["-k", "mistral"], 5, "toolmatrix replay-bisect: no fixture of {root}/fx.jsonl selected"),
+    (["-k", "hermes and"], 2, "toolmatrix replay-bisect: -k 'hermes and': "),
 ])
 def test_a_selection_that_picks_nothing_says_so(releases, capsys, selection, status, error) -> None:
     root, _, replayed = releases

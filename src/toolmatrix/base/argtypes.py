@@ -1,14 +1,10 @@
 """Command-line value types shared by the pytest options and the ``toolmatrix`` subcommands: one check each, one
-wording of its error; and ``--base-url``, an option toolmatrix shares with another plugin where it is installed."""
+wording of its error (``--base-url``, which the plugin may share with another one, is ``plugin.baseurl``'s)."""
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-from importlib.metadata import entry_points
-
-import pytest
 
 
 def positive_seconds(text: str) -> float:
@@ -52,23 +48,3 @@ def seed(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be 0 or more")
     return value
-
-
-def base_url_shared(plugins: pytest.PytestPluginManager) -> bool:
-    """Whether pytest-base-url (which pytest-playwright and pytest-selenium install) defines ``--base-url`` in this
-    run: its option means the same, the URL of the server under test, and pytest refuses a second definition
-    (``option dest 'base_url' already used``), so toolmatrix then reads that one instead of defining its own. Its
-    plugin may register after this one: an installed entry point counts, unless autoloading is off or ``-p
-    no:base_url`` blocks it."""
-    if plugins.is_blocked("base_url"):
-        return False
-    if plugins.has_plugin("base_url"):
-        return True
-    autoload = not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    return autoload and any(entry.name == "base_url" and entry.value.startswith("pytest_base_url")
-                            for entry in entry_points(group="pytest11"))
-
-
-def base_url(config: pytest.Config) -> str | None:
-    """``--base-url``, ours or pytest-base-url's (None where neither is defined: that plugin installed but off)."""
-    return config.getoption("--base-url", None)

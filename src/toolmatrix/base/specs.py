@@ -18,6 +18,7 @@ import jsonschema
 import jsonschema_rs
 import yaml
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.features import fill_vocabulary
 from toolmatrix.base.yamldata import JsonPath, Refusal, load_json_yaml
 
@@ -38,7 +39,7 @@ class SpecError:
         return f"{loc}:{item} {self.json_path}: {self.message}"
 
 
-class SpecErrors(Exception):
+class SpecErrors(ToolmatrixError):
     """All problems found in a set of data files (never only the first)."""
 
     def __init__(self, errors: Iterable[SpecError]):

@@ -1,75 +1,17 @@
-"""The ``toolmatrix`` command: thin wrappers over the library (each subcommand registered by its module)."""
+"""The ``toolmatrix`` command: thin wrappers over the library, each area's subcommands registered by its module
+here (``library``, ``report``, ``engines``, ``plan``, ``matrix``, ``replay``, ``demo``, ``releases``). A
+subcommand raises a ``ToolmatrixError`` where it cannot go on; ``main`` alone prints it, as one
+``toolmatrix SUBCOMMAND: message`` on stderr, and exits with the status it carries."""
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import signal
 import sys
-from pathlib import Path
 
-from toolmatrix.base.specs import SpecErrors
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.serving.runinfo import toolmatrix_version
-
-
-def _cmd_validate(args: argparse.Namespace) -> int:
-    from toolmatrix.library.cases import load_cases
-
-    try:
-        cases = load_cases([Path(p) for p in args.paths])
-    except SpecErrors as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    categories = sorted({c.category for c in cases})
-    print(f"{len(cases)} cases in {len(categories)} categories: {', '.join(categories)}")
-    return 0
-
-
-def _cmd_check_results(args: argparse.Namespace) -> int:
-    from toolmatrix.records import ResultsError, check_results, run_dirs
-
-    missing = [d for d in args.dirs if not Path(d).is_dir()]
-    if missing:  # a usage error, as everywhere in toolmatrix (exit 2); 1 says the results themselves are wrong
-        print(f"toolmatrix check-results: not a directory: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    problems: list[str] = []
-    checked = 0
-    for given in args.dirs:  # a results directory, or a folder of them (a snapshot), as show, gate and matrix take
-        try:
-            found = run_dirs(Path(given))
-        except ResultsError as exc:
-            problems.append(str(exc))
-            continue
-        checked += len(found)
-        problems += [p for run in found for p in check_results(run)]
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    print(f"{checked} result dir(s): {'OK' if not problems else f'{len(problems)} problem(s)'}")
-    return 1 if problems else 0
-
-
-def _cmd_install(args: argparse.Namespace) -> int:
-    from toolmatrix.serving.launchers import LaunchError
-    from toolmatrix.serving.launchers.base import process_of
-    from toolmatrix.serving.launchers.process import find_binary, install_binary
-    from toolmatrix.serving.registry import load_engines
-
-    engines = {engine_id: spec for engine_id, spec in load_engines().items() if spec.process}
-    engine = engines.get(args.engine)
-    if engine is None:
-        close = difflib.get_close_matches(args.engine, engines, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        print(f"toolmatrix install: no process launcher for engine {args.engine!r}{hint}; engines with one: "
-              f"{', '.join(sorted(engines))}", file=sys.stderr)
-        return 2
-    try:
-        # An install script is idempotent and knows what its build must hold (llama-server's: the replay harness).
-        print((None if process_of(engine).install else find_binary(engine)) or install_binary(engine))
-    except LaunchError as exc:
-        print(f"toolmatrix install: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,47 +21,25 @@ def build_parser() -> argparse.ArgumentParser:
         "install engines, check cases and results, build the matrix page, gate, plan and replay.")
     parser.add_argument("--version", action="version", version=f"toolmatrix {toolmatrix_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    validate = sub.add_parser(
-        "validate", help="validate case files (default: the built-in library)",
-        description="Load case files (default: the built-in library) as a run would, checked against the case "
-                    "schema and the built-in library, and print how many cases they hold in which categories, or "
-                    "every problem found with its file, line and JSON path (exit 2).")
-    validate.add_argument("paths", nargs="*", default=[], help="case files or folders (default: the built-in library)")
-    validate.set_defaults(func=_cmd_validate)
-    check = sub.add_parser(
-        "check-results", help="validate results directories against their JSON Schemas",
-        description="Check results directories (or folders of them, a snapshot): run.json and every line of "
-                    "results.jsonl against their JSON Schemas, and the records against run.json's counts; print "
-                    "every problem found (exit 1 where there is one, 2 where a path is not a directory).")
-    check.add_argument("dirs", nargs="+", help="results directories (each holding results.jsonl and run.json), or "
-                                               "folders of them (a snapshot)")
-    check.set_defaults(func=_cmd_check_results)
-    install = sub.add_parser(
-        "install", help="build/fetch an engine's local binary into the cache (e.g. llamacpp)",
-        description="Build or install the local binary of an engine that has a process launcher into toolmatrix's "
-                    "cache (llama-server from source, a Python engine into its own virtual environment) and print "
-                    "its path.")
-    install.add_argument("engine", help="an engine spec with a process launcher, e.g. llamacpp, vllm, transformers")
-    install.set_defaults(func=_cmd_install)
-    from toolmatrix.library import casetable
-    casetable.register(sub)
-    from toolmatrix import matrix
-    from toolmatrix.cli import demo, releases
-    from toolmatrix.library import bfcl
-    from toolmatrix.report import gate, show
-    from toolmatrix.scale import plan
-    bfcl.register(sub)
-    demo.register(sub)
-    releases.register(sub)
-    matrix.register(sub)
-    gate.register(sub)
-    plan.register(sub)
-    show.register(sub)
-    from toolmatrix.library import fuzzkeep
-    fuzzkeep.register(sub)
-    from toolmatrix.replay import cli as replay_cli
-    replay_cli.register(sub)
+    from toolmatrix.cli import demo, engines, library, matrix, plan, releases, replay, report
+
+    # In the order `toolmatrix --help` has always listed them (the CLI reference is generated from it).
+    for add in (library.register_validate, report.register_check_results, engines.register, library.register_cases,
+                library.register_bfcl, demo.register, releases.register, matrix.register, report.register_gate,
+                plan.register, report.register_show, library.register_fuzz_keep, replay.register):
+        add(sub)
+    _name_each(parser)
     return parser
+
+
+def _name_each(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser sets ``prog`` (``toolmatrix matrix build``) on what it parses: the name its errors
+    are said under. The innermost subcommand's is the one left."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                subparser.set_defaults(prog=subparser.prog)
+                _name_each(subparser)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         args.paths = [str(data_root() / "cases")]
     try:
         return args.func(args)
+    except ToolmatrixError as exc:  # the one place a command's error is said: its line, its status
+        print(f"{args.prog}: {exc}", file=sys.stderr)
+        return exc.status
     except BrokenPipeError:  # `toolmatrix show … | head`: the reader stopped reading; no traceback for that
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush goes nowhere
         return 128 + signal.SIGPIPE  # what a command killed by SIGPIPE reports to a pipefail shell

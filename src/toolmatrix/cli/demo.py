@@ -37,6 +37,8 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 from toolmatrix.base.argtypes import positive_int
+from toolmatrix.base.errors import ToolmatrixError
+from toolmatrix.base.exitcodes import CommandExit
 from toolmatrix.base.specs import read_yaml
 from toolmatrix.judge.checks import value_matches
 from toolmatrix.library.cases import CallExpectation, Case, Expectation, load_cases
@@ -405,9 +407,8 @@ def serve(port: int) -> int:
     lines of a demo's page and of ``toolmatrix show`` send to, after the demo itself has ended."""
     try:
         server = FakeServer(DemoModel(load_cases([data_root() / "cases"])), port=port)
-    except OSError as exc:
-        print(f"toolmatrix demo --serve: cannot listen at 127.0.0.1:{port}: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:  # the port taken, most likely: a usage error that names it
+        raise ToolmatrixError(f"--serve: cannot listen at 127.0.0.1:{port}: {exc}") from exc
     with server:
         print(f"toolmatrix demo: the stand-in engine (no model runs) is listening at {server.base_url} "
               f"(model {MODEL}); Ctrl-C stops it", flush=True)
@@ -478,13 +479,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return serve(args.port)
     try:
         run = run_demo(args.output.resolve(), args.jobs, args.port)
-    except OSError as exc:
-        print(f"toolmatrix demo: the stand-in cannot listen at 127.0.0.1:{args.port}: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:  # the port taken, most likely: a usage error that names it
+        raise ToolmatrixError(f"the stand-in cannot listen at 127.0.0.1:{args.port}: {exc}") from exc
     if not run.records:
-        print(f"toolmatrix demo: the suite wrote no records (pytest exit {run.pytest_status}):\n"
-              f"{run.pytest_stderr[-2000:]}", file=sys.stderr)
-        return 1
+        raise ToolmatrixError(f"the suite wrote no records (pytest exit {run.pytest_status}):\n"
+                              f"{run.pytest_stderr[-2000:]}", status=CommandExit.NO)
     print(report(run))
     if args.open and (said := open_page(run.page)):
         print(said)

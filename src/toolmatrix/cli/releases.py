@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from tabulate import tabulate
+
+from toolmatrix.base.errors import ToolmatrixError
 
 BEHIND = 1  # a pin fell behind (and no hold covers it), or an image is unpinned
 UNREACHABLE = 3  # nothing is behind as far as could be read, but an index could not be read
@@ -21,9 +22,7 @@ def _cmd_releases(args: argparse.Namespace) -> int:
     engines = load_engines()
     unknown = [e for e in args.engine or () if e not in engines]
     if unknown:
-        print(f"toolmatrix releases: unknown engine {', '.join(unknown)}; known: {', '.join(sorted(engines))}",
-              file=sys.stderr)
-        return 2
+        raise ToolmatrixError(f"unknown engine {', '.join(unknown)}; known: {', '.join(sorted(engines))}")
     sweep = read_sweep(args.sweep)
     found = [standing(engines[e], args.snapshot, sweep, args.index or INDEX) for e in sorted(args.engine or engines)]
     if args.json:

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import SpecError, SpecErrors, YamlDoc, read_yaml, schema_errors
 
 from ._model import ParseResult
@@ -19,7 +20,7 @@ _MIN_PARTIAL = 5
 """Shorter opener prefixes (`<too`) are too common in ordinary text to mean a held-back call."""
 
 
-class FamiliesError(ValueError):
+class FamiliesError(ToolmatrixError, ValueError):
     """`families.yaml` is invalid; `problems` holds one `file:line: family: $.json_path: message` per problem."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -34,11 +34,9 @@ with its file's category.
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -46,6 +44,7 @@ import jsonschema
 import yaml
 
 from toolmatrix.base.atomic import write_text
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.serving.registry import cache_dir
 
 BFCL_EVAL = "2026.3.23"  # the bfcl-eval release these categories and counts were read from (pyproject's bfcl extra)
@@ -77,7 +76,7 @@ _UNTYPED = frozenset({"any"})
 _SEPARATORS = "[ ,./_*^-]*"  # what standardize_string (bfcl_eval/eval_checker/ast_eval/ast_checker.py) removes
 
 
-class BfclUnavailable(Exception):
+class BfclUnavailable(ToolmatrixError):
     """bfcl-eval is not installed, or the category is not one of ``CATEGORIES``: a usage error, one line."""
 
 
@@ -284,37 +283,3 @@ def category_table() -> str:
         expect = "no call" if category in NO_CALL else "any call" if category in ANY_CALL else "accepted calls"
         rows.append(f"| `bfcl:{category}` | `BFCL_v4_{stem}.json` | {count} | {expect} |")
     return "\n".join(rows)
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    try:
-        count = write_case_file(args.category, Path(args.output))
-    except BfclUnavailable as exc:
-        print(f"toolmatrix bfcl-export: {exc}", file=sys.stderr)
-        return 2
-    print(f"{count} cases of bfcl_{args.category} -> {args.output}")
-    return 0
-
-
-def _cmd_categories(args: argparse.Namespace) -> int:
-    try:
-        print(category_table())
-    except BfclUnavailable as exc:
-        print(f"toolmatrix bfcl-categories: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser(
-        "bfcl-export", help="write one BFCL category (bfcl-eval's data) as a toolmatrix case file",
-        description="Convert one BFCL category from the data of the installed bfcl-eval package into a toolmatrix "
-                    "case file, the same cases a run with --cases bfcl:CATEGORY converts when it starts.")
-    export.add_argument("category", metavar="CATEGORY", help=", ".join(CATEGORIES))
-    export.add_argument("-o", "--output", required=True, metavar="FILE.yaml")
-    export.set_defaults(func=_cmd_export)
-    table = sub.add_parser(
-        "bfcl-categories", help="the BFCL categories and their case counts (a Markdown table)",
-        description="Print the BFCL categories toolmatrix converts as a Markdown table: each one's --cases value, "
-                    "its BFCL file, its case count in the installed bfcl-eval and what its cases expect.")
-    table.set_defaults(func=_cmd_categories)

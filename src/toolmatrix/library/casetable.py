@@ -7,13 +7,11 @@ docs/cases.md to this output).
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
-from toolmatrix.base.specs import SpecErrors, read_yaml
+from toolmatrix.base.specs import read_yaml
 from toolmatrix.library.cases import case_files, load_cases
 
 _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")  # "e.g. DE" and "v0.2" do not end a sentence
@@ -37,21 +35,3 @@ def table(paths: list[Path]) -> str:
              "| category | cases | what it covers |", "|---|---:|---|"]
     lines += [f"| `{category}` | {counts[category]} | {described[category]} |" for category in sorted(counts)]
     return "\n".join(lines) + "\n"
-
-
-def _cmd_cases(args: argparse.Namespace) -> int:
-    try:
-        sys.stdout.write(table([Path(p) for p in args.paths]))
-    except SpecErrors as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    cases = sub.add_parser(
-        "cases", help="print the case library's category table (Markdown, as in docs/cases.md)",
-        description="Print the case files' categories (default: the built-in library) as the Markdown table of "
-                    "docs/cases.md: each category's case count and the first sentence of its file's description.")
-    cases.add_argument("paths", nargs="*", default=[], help="case files or directories (default: the built-in library)")
-    cases.set_defaults(func=_cmd_cases)

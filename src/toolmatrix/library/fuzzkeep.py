@@ -12,8 +12,6 @@ A failing case is one whose record in either mode is a ``fail``, or an ``error``
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 import hypothesis
@@ -21,7 +19,7 @@ import hypothesis
 from toolmatrix.base.atomic import write_text
 from toolmatrix.base.specs import SpecErrors
 from toolmatrix.library.cases import load_case_text
-from toolmatrix.library.fuzz import CATEGORY, FuzzRun, case_entry, case_file, draw_scenario
+from toolmatrix.library.fuzz import FuzzRun, case_entry, case_file, draw_scenario
 from toolmatrix.records import Blame, ResultsError, Verdict, read_records, read_run_info
 
 FAILURES = "fuzz-failures.yaml"  # what a fuzzed run writes beside its records
@@ -68,26 +66,3 @@ def keep_failures(directory: Path, out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, text)
     return len(entries)
-
-
-def _cmd_fuzz_keep(args: argparse.Namespace) -> int:
-    directory = Path(args.results)
-    out = Path(args.output) if args.output else directory / FAILURES
-    try:
-        kept = keep_failures(directory, out)
-    except ResultsError as exc:
-        print(f"toolmatrix fuzz-keep: {exc}", file=sys.stderr)
-        return 2
-    print(f"{kept} failing {CATEGORY} case(s) written to {out}" if kept else f"no generated case failed in {directory}")
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    keep = subparsers.add_parser(
-        "fuzz-keep", help="write the generated cases that failed in a --fuzz run as a case file that reproduces them",
-        description="Write the generated cases that failed (or errored, but not for the infrastructure) in the "
-                    "results of a --fuzz run as a case file that runs them again without hypothesis, each with why "
-                    "it failed.")
-    keep.add_argument("results", help="the results directory of a run with --fuzz N")
-    keep.add_argument("-o", "--output", metavar="FILE", help=f"the case file to write (default: RESULTS/{FAILURES})")
-    keep.set_defaults(func=_cmd_fuzz_keep)

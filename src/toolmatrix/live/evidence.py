@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from toolmatrix.base import jsontext
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.formats import Family
 from toolmatrix.judge.blame import ModelWords
 from toolmatrix.library.cases import Case
@@ -47,7 +48,7 @@ class Rendered:
     prompt: str | list[int]  # what the completion protocol is sent (token ids where the engine gives them)
 
 
-class EvidenceError(Exception):
+class EvidenceError(ToolmatrixError):
     """The engine did not answer a render or completion request as its protocol says."""
 
 
@@ -182,7 +183,7 @@ def client_request(body: Mapping[str, Any]) -> dict[str, Any]:
 # -- the reference render ------------------------------------------------------------------------------------------
 
 
-class MissingDependency(Exception):
+class MissingDependency(ToolmatrixError):
     """A package that evidence needs is not installed: the run stops before it starts, never a quiet fallback."""
 
 

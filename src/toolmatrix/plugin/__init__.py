@@ -21,16 +21,18 @@ from typing import Any
 
 import pytest
 
-from toolmatrix.base.argtypes import base_url, base_url_shared, positive_int, positive_seconds, seed, temperature
+from toolmatrix.base.argtypes import positive_int, positive_seconds, seed, temperature
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.library.cases import case_shard
 from toolmatrix.live.client import MAX_ANSWER_BYTES
 from toolmatrix.live.runner import EvidenceMode
 from toolmatrix.live.sampling import SAMPLED_TEMPERATURE, sample_suffix
+from toolmatrix.plugin.baseurl import base_url, base_url_shared
 from toolmatrix.plugin.controller import Controller
 from toolmatrix.plugin.keys import RECORD_KEY, item_key
 from toolmatrix.plugin.scheduling import GroupScheduling, wants_grouping
 from toolmatrix.plugin.state import RunState, is_controller, state_key
-from toolmatrix.scale.pairs import run_on_cluster, run_pairs, wants_pairs
+from toolmatrix.scale.pairs import PairsRequest, run_on_cluster, run_pairs, wants_pairs
 from toolmatrix.serving.launchers import LAUNCHERS
 from toolmatrix.wire.exchange import MODES
 from toolmatrix.wire.surfaces import CHAT, SURFACES
@@ -114,9 +116,15 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     if config.getoption("--record-lost") and config.getoption("numprocesses", None):
         raise pytest.UsageError("--record-lost writes its records from the one process: run it with -n 0")
-    if config.getoption("--ray"):
-        return run_on_cluster(config, config.getoption("--launcher"))
-    return run_pairs(config, config.getoption("--launcher")) if wants_pairs(config) else None
+    opt = config.getoption
+    if not (opt("--ray") or wants_pairs(opt("--engine"), opt("--model"))):
+        return None
+    request = PairsRequest(opt("--engine"), opt("--model"), base_url(config), opt("--launcher"), opt("--results-dir"),
+                           opt("--no-matrix"), tuple(config.invocation_params.args), config.invocation_params.dir)
+    try:
+        return run_on_cluster(request, opt("--ray")) if opt("--ray") else run_pairs(request)
+    except ToolmatrixError as exc:  # the one place the pairs' errors become pytest's: a line, exit 4
+        raise pytest.UsageError(str(exc)) from None
 
 
 def option_given(config: pytest.Config, pattern: str) -> bool:

@@ -9,13 +9,12 @@ import secrets
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import attrs
 import pytest
 
-from toolmatrix.base.argtypes import base_url
 from toolmatrix.base.specs import SpecErrors
 from toolmatrix.formats import get_family
 from toolmatrix.library.bfcl import BfclUnavailable, case_source
@@ -24,8 +23,9 @@ from toolmatrix.live.client import Target, make_client, make_http
 from toolmatrix.live.evidence import MissingDependency, Witness, read_template, require_renderer
 from toolmatrix.live.runner import EvidenceMode, Profile, Runner
 from toolmatrix.live.sampling import Sampling
+from toolmatrix.plugin.baseurl import base_url
 from toolmatrix.records import SCHEMA_VERSION, EngineDeath, ExitStatus, Posted, RecordWriter, Run
-from toolmatrix.serving.launchers import LAUNCHERS, ExternalLauncher, LaunchError, default_launcher
+from toolmatrix.serving.launchers import LAUNCHERS, ExternalLauncher, Launcher, LaunchError, default_launcher
 from toolmatrix.serving.registry import (
     EngineSpec,
     EvidenceSpec,
@@ -101,7 +101,7 @@ class RunState:
                 raise pytest.UsageError(str(exc)) from None
         self.apis: tuple[str, ...] = opt("--api")
         self.sampling = Sampling(opt("--samples"), opt("--temperature"))
-        self.launcher: Any = None
+        self.launcher: Launcher | None = None
         self.writers: dict[str, RecordWriter] = {}  # per surface: its own results directory and run
         self.endpoint: dict[str, str] | None = None
         self.started = datetime.now(timezone.utc)
@@ -155,7 +155,7 @@ class RunState:
         """``--launcher``, else the default for this run's engine (``default_launcher``)."""
         return self.config.getoption("--launcher") or default_launcher(base_url(self.config), self.engine)
 
-    def make_launcher(self) -> Any:
+    def make_launcher(self) -> Launcher:
         opt = self.config.getoption
         kind = self.launcher_kind
         if kind == "external":
@@ -209,7 +209,7 @@ class RunState:
                  engine_death: EngineDeath | None) -> Run:
         describe = self.launcher.describe() if self.launcher else {
             "id": self.engine_id, "version": None, "launcher": self.launcher_kind, "flags": []}
-        weights = self.launcher.weights_info() if hasattr(self.launcher, "weights_info") else {}
+        weights = self.launcher.weights_info() if self.launcher else {}
         return Run.from_dict(self.portable.data({
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id_of(api),

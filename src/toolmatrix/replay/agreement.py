@@ -15,13 +15,14 @@ from typing import Iterable
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info, scan_records
 
 from .answers import answer_of, differences
 from .fixtures import Fixture
 
 
-class AgreementError(ValueError):
+class AgreementError(ToolmatrixError, ValueError):
     """Input that cannot be compared; the message names the file and the fixture."""
 
 

@@ -14,6 +14,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
+
 from .bugs import fixture_verdict
 from .feeder import TOKENIZERS, tokenizer_path
 from .fixtures import Fixture
@@ -23,7 +25,7 @@ from .sweep import adapter_at, install_at
 VERDICTS = ("pass", "fail")  # what the search compares; anything else is a release that gave no verdict
 
 
-class BisectError(Exception):
+class BisectError(ToolmatrixError):
     """The range cannot be bisected: too short, or the same verdict at both ends."""
 
 

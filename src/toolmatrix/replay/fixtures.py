@@ -15,6 +15,7 @@ import attrs
 
 from toolmatrix.base import jsontext
 from toolmatrix.base.atomic import write_text
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import validate_instance
 
 SCHEMA = "fixture.schema.json"
@@ -22,7 +23,7 @@ _KNOWN = ("id", "family", "model", "text", "tools", "expected", "tags", "source"
           "tokenizer", "generation_prompt")
 
 
-class FixtureError(ValueError):
+class FixtureError(ToolmatrixError, ValueError):
     """A fixture file that cannot be replayed; ``problems`` holds one ``file:line: $.path: message`` each."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import validate_instance
 from toolmatrix.formats import get_family
 from toolmatrix.judge.blame import ModelWords
@@ -58,7 +59,7 @@ NO_STOP_MARKER = "stop token not an end marker"
 REASONS = (REPLAY, STREAMED, NO_RAW_TEXT, REGENERATED, TOOL_CHOICE, THINKING, NO_ANSWER, NO_STOP_MARKER)
 
 
-class HarvestError(ValueError):
+class HarvestError(ToolmatrixError, ValueError):
     """A results directory that cannot be harvested (the message names it)."""
 
 

@@ -11,8 +11,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from toolmatrix.base.errors import ToolmatrixError
 
-class WorkerError(RuntimeError):
+
+class WorkerError(ToolmatrixError, RuntimeError):
     """The worker process died or answered something that is not the protocol; the message carries its stderr."""
 
 

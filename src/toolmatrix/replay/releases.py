@@ -15,11 +15,13 @@ import attrs
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from toolmatrix.base.errors import ToolmatrixError
+
 INDEX = "https://pypi.org/simple/"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 
 
-class ReleaseError(Exception):
+class ReleaseError(ToolmatrixError):
     """The index could not be read, or a version asked for is not one of its releases."""
 
 

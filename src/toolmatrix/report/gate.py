@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -28,6 +27,7 @@ from typing import Iterable, Mapping
 import attrs
 from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import SpecErrors, read_yaml, schema_errors
 from toolmatrix.records import (
     REPLAY,
@@ -52,7 +52,7 @@ Loaded = tuple[RunInfo, dict[Key, list[Outcome]]]  # a run and the outcome of ea
 Threshold = tuple["Measure", str, float]
 
 
-class GateInputError(Exception):
+class GateInputError(ToolmatrixError):
     """Inputs the gate cannot judge (exit 2); the message names the file or option and the problem."""
 
 
@@ -415,43 +415,3 @@ def _junit_suite(report: GateReport) -> TestSuite:
             case.result = [Failure(_xml(str(rate)), type_="threshold")]
         suite.add_testcase(case)
     return suite
-
-
-def _cmd_gate(args: argparse.Namespace) -> int:
-    try:
-        gating = run_gate(args.baseline, args.results, min_pass_rates=dict(args.min_pass_rate),
-                          min_conformance=dict(args.min_conformance), min_pass_lower=dict(args.min_pass_lower),
-                          allowlist=args.allow, junit_xml=args.junit_xml)
-    except GateInputError as exc:
-        print(f"toolmatrix gate: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    for line in gating.lines():
-        print(line)
-    return gating.exit_code
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``toolmatrix gate``."""
-    parser = subparsers.add_parser(
-        "gate", help="fail when results regress against a baseline",
-        description="Compare results with baseline results, pair by pair: each side a results directory or a "
-                    "folder of them (a snapshot, a run over several surfaces). Exit status: 0 passed; "
-                    "1 failed (a case x mode that passed in the baseline does not pass now, or a category is under "
-                    "its --min-pass-rate, --min-conformance or --min-pass-lower); 2 usage or input error (missing or invalid baseline, results or "
-                    "allowlist, or a pair only one side holds).")
-    parser.add_argument("--baseline", metavar="DIR", type=Path, required=True,
-                        help="the baseline: a results directory or a folder of them")
-    parser.add_argument("--results", metavar="DIR", type=Path, required=True,
-                        help="the results to judge: a results directory or a folder of them")
-    parser.add_argument("--min-pass-rate", metavar="CATEGORY=RATE", type=parse_threshold, action="append", default=[],
-                        help="fail when CATEGORY's pass rate is under RATE (0.9 or 90%%; '*' = all); repeatable")
-    parser.add_argument("--min-conformance", metavar="CATEGORY=RATE", type=parse_threshold, action="append",
-                        default=[], help="fail when CATEGORY's engine conformance (the engine alone: it returned "
-                        "what the model said, honouring the request) is under RATE; repeatable")
-    parser.add_argument("--min-pass-lower", metavar="CATEGORY=RATE", type=parse_threshold, action="append",
-                        default=[], help="fail when the low end of the 95%% Wilson interval of CATEGORY's pass@1 "
-                        "(the mean over repeated samples, --samples K; over case x mode) is under RATE; repeatable")
-    parser.add_argument("--allow", metavar="FILE.yaml", type=Path,
-                        help="known-unsupported cells, each with a reason (schema: allowlist.schema.json)")
-    parser.add_argument("--junit-xml", metavar="FILE", type=Path, help="also write the judgements as JUnit XML")
-    parser.set_defaults(func=_cmd_gate)

@@ -8,11 +8,9 @@ adds every check, the request as sent and the answer as it came.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,6 @@ from toolmatrix.live.evidence import client_request
 from toolmatrix.records import (
     LIVE,
     Record,
-    ResultsError,
     Run,
     kept_exchange,
     read_run_info,
@@ -152,40 +149,3 @@ def render(run: Run, record: Record, full: bool = False) -> str:
     if not full:
         out += ["", "(--full: every check, the request as sent and the answer as it came)"]
     return "\n".join(out)
-
-
-def _cmd_show(args: argparse.Namespace) -> int:
-    case_id, mode = parse_selector(args.selector, args.mode)
-    try:
-        found = find_records(Path(args.results), case_id, mode, args.pair)
-    except ResultsError as exc:
-        print(f"toolmatrix show: {exc}", file=sys.stderr)
-        return 2
-    if not found:
-        where = f" of {args.pair}" if args.pair else ""
-        print(f"toolmatrix show: no record of case {case_id!r}{f' [{mode}]' if mode else ''} in {args.results}{where}",
-              file=sys.stderr)
-        return 1
-    pairs = sorted({run.pair for run, _ in found})
-    if len(pairs) > 1:
-        print(f"toolmatrix show: case {case_id!r} is in {len(pairs)} pairs' results; choose one with --pair: "
-              + ", ".join(pairs), file=sys.stderr)
-        return 2
-    print("\n\n".join(render(run, record, args.full) for run, record in found))
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    show = subparsers.add_parser(
-        "show", help="one record: verdict, blame, failing checks, what the answer said, the model's raw text, and a "
-                     "curl that sends it again",
-        description="Print one case's records (both modes unless one is chosen) from results, found by its id or "
-                    "a failing line of toolmatrix gate: each one's verdict and blame, failing checks, what the answer "
-                    "said, the model's own raw text, a curl that sends the request again (for a live record) and the "
-                    "pytest command that runs the case again.")
-    show.add_argument("results", help="a results directory, or a folder of them (a snapshot)")
-    show.add_argument("selector", help="a case id (single.weather), or a failing line of `toolmatrix gate`")
-    show.add_argument("--mode", choices=("nonstream", "stream"), help="one mode (default: both, or the gate line's)")
-    show.add_argument("--pair", metavar="MODEL@ENGINE", help="which pair, where the folder holds several")
-    show.add_argument("--full", action="store_true", help="every check, the request as sent and the answer as it came")
-    show.set_defaults(func=_cmd_show)

@@ -9,6 +9,8 @@ one matrix page of every pair (``DIR/matrix``), a line per pair, and the worst e
 (``exitcodes.SEVERITY``).
 
 With ``--base-url`` there is one server: ``--model`` may list several names it serves, ``--engine`` only one.
+A problem with the lists is a ``ToolmatrixError``, raised before anything starts (the plugin makes it pytest's
+usage error); what the invocation asked for comes in a ``PairsRequest``, so nothing here reads pytest's config.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import attrs
-import pytest
 
 from toolmatrix.base import exitcodes
-from toolmatrix.base.argtypes import base_url
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import SpecErrors
 from toolmatrix.records import RUN
 from toolmatrix.scale.shards import safe_name
@@ -41,9 +42,23 @@ def split_ids(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
-def wants_pairs(config: pytest.Config) -> bool:
+def wants_pairs(engines: str | None, models: str | None) -> bool:
     """True when --engine or --model lists several ids."""
-    return any("," in (config.getoption(option) or "") for option in LISTS)
+    return any("," in (value or "") for value in (engines, models))
+
+
+@attrs.frozen
+class PairsRequest:
+    """The invocation that asked for several pairs: the options these runs read, and its own arguments."""
+
+    engines: str | None  # --engine, a comma list
+    models: str | None  # --model, a comma list
+    base_url: str | None
+    launcher: str | None  # --launcher; None: each engine's default
+    results: str | None  # --results-dir
+    no_matrix: bool  # --no-matrix
+    args: tuple[str, ...]  # the invocation's arguments, passed on to each pair's child pytest
+    cwd: Path  # where it was invoked: relative paths among args are relative to it
 
 
 @attrs.frozen
@@ -66,13 +81,13 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
     ``launcher`` each engine gets its default (``default_launcher``), as its pair's own run then picks it."""
     engine_ids, model_ids = split_ids(engine_list), split_ids(model_list)
     if not model_ids:
-        raise pytest.UsageError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
+        raise ToolmatrixError("--model is required with --engine/--base-url (e.g. --model=gemma3-270m)")
     if base_url and len(engine_ids) > 1:
-        raise pytest.UsageError(f"--base-url reaches one server: --engine names one engine, not {engine_list!r}")
+        raise ToolmatrixError(f"--base-url reaches one server: --engine names one engine, not {engine_list!r}")
     try:
         engines, models = load_registry()
     except SpecErrors as exc:
-        raise pytest.UsageError("invalid toolmatrix data:\n" + str(exc)) from None
+        raise ToolmatrixError("invalid toolmatrix data:\n" + str(exc)) from None
     problems = [f"--engine {e!r}: unknown engine" for e in engine_ids if e not in engines]
     specs = {}
     for model in [] if base_url else model_ids:  # against a URL a model is any name the server serves
@@ -81,7 +96,7 @@ def plan_pairs(engine_list: str | None, model_list: str | None, base_url: str | 
         except ValueError as exc:
             problems.append(f"--model {model!r}: unknown model; {exc}")
     if problems:
-        raise pytest.UsageError("\n".join(problems) + f"\nknown engines: {', '.join(sorted(engines))}"
+        raise ToolmatrixError("\n".join(problems) + f"\nknown engines: {', '.join(sorted(engines))}"
                                 f"\nknown models: {', '.join(sorted(models))}")
     if base_url or launcher == "external":  # nothing is started: the server serves what it serves
         named: list[str | None] = list(engine_ids) or [None]
@@ -165,14 +180,13 @@ def _counts(results: Path | None) -> str:
     return "; " + ", ".join(f"{verdict} {number}" for verdict, number in counts.items())
 
 
-def run_pairs(config: pytest.Config, launcher: str | None) -> int:
+def run_pairs(request: PairsRequest) -> int:
     """Run every pair of --engine × --model in turn; returns the worst exit code of those that ran."""
-    opt = config.getoption
-    pairs = plan_pairs(opt("--engine"), opt("--model"), base_url(config), launcher)
+    pairs = plan_pairs(request.engines, request.models, request.base_url, request.launcher)
     if all(pair.refusal for pair in pairs):
-        raise pytest.UsageError("no pair can run:\n" + "\n".join(f"{p.name}: {p.refusal}" for p in pairs))
-    root = Path(opt(RESULTS)) if opt(RESULTS) else None
-    runner = PairRunner(config.invocation_params.dir)
+        raise ToolmatrixError("no pair can run:\n" + "\n".join(f"{p.name}: {p.refusal}" for p in pairs))
+    root = Path(request.results) if request.results else None
+    runner = PairRunner(request.cwd)
     previous = {sig: signal.signal(sig, runner.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     outcomes: dict[Pair, int] = {}
     try:
@@ -184,43 +198,39 @@ def run_pairs(config: pytest.Config, launcher: str | None) -> int:
             if pair.refusal:
                 continue
             results = pair.results_dir(root) if root else None
-            outcomes[pair] = runner.run(child_args(config.invocation_params.args, pair, results))
+            outcomes[pair] = runner.run(child_args(request.args, pair, results))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     page = None
-    if root and not opt("--no-matrix"):
+    if root and not request.no_matrix:
         page = _combined_page(root, [pair.results_dir(root) for pair in outcomes])
     _print_summary(pairs, outcomes, root, page, runner.stopped_by)
-    codes = list(outcomes.values()) + ([pytest.ExitCode.INTERRUPTED] if runner.stopped_by else [])
+    codes = list(outcomes.values()) + ([exitcodes.ExitCode.INTERRUPTED] if runner.stopped_by else [])
     return exitcodes.worst(codes)
 
 
-def run_on_cluster(config: pytest.Config, launcher: str | None) -> int:
+def run_on_cluster(request: PairsRequest, address: str) -> int:
     """``--ray ADDRESS``: every pair a shard, run as a Ray task on the cluster; one page of all their results."""
-    from toolmatrix.scale.executors.ray import ClusterError, run_on_ray
+    from toolmatrix.scale.executors.ray import run_on_ray
     from toolmatrix.scale.shards import PlanError, new_batch, plan_shards
 
-    opt = config.getoption
-    if base_url(config):
-        raise pytest.UsageError("--ray fans out pairs whose engines the suite starts; --base-url reaches one server")
-    if not opt(RESULTS):
-        raise pytest.UsageError("--ray needs --results-dir DIR: the shards' results come back into it")
+    if request.base_url:
+        raise ToolmatrixError("--ray fans out pairs whose engines the suite starts; --base-url reaches one server")
+    if not request.results:
+        raise ToolmatrixError("--ray needs --results-dir DIR: the shards' results come back into it")
     try:
-        args = passed_on(config.invocation_params.args, (*LISTS, RESULTS, "--ray"))
-        plan = plan_shards(split_ids(opt("--engine")), split_ids(opt("--model")), launcher=launcher,
-                           pytest_args=absolute_cases(args, config.invocation_params.dir), batch=new_batch("ray"))
+        args = passed_on(request.args, (*LISTS, RESULTS, "--ray"))
+        plan = plan_shards(split_ids(request.engines), split_ids(request.models), launcher=request.launcher,
+                           pytest_args=absolute_cases(args, request.cwd), batch=new_batch("ray"))
     except PlanError as exc:
-        raise pytest.UsageError(f"--ray: {exc}") from None
+        raise ToolmatrixError(f"--ray: {exc}") from None
     for pair, why in plan.not_run:
         print(f"toolmatrix: {pair}: not run: {why}", flush=True)
-    root = Path(opt(RESULTS))
-    try:
-        filed = run_on_ray(plan, opt("--ray"), root, echo=lambda line: print(line, flush=True))
-    except ClusterError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    root = Path(request.results)
+    filed = run_on_ray(plan, address, root, echo=lambda line: print(line, flush=True))  # a ClusterError as it is
     dirs = [f.results for f in filed if f.results]
-    page = None if opt("--no-matrix") or not dirs else _combined_page(root, dirs)
+    page = None if request.no_matrix or not dirs else _combined_page(root, dirs)
     lost = sum(1 for f in filed if f.exit_code is None)
     print(f"{'=' * 20} toolmatrix: {len(filed)} shards on Ray, {lost} lost {'=' * 20}"
           + (f"\nmatrix page of every shard: {page}" if page else ""), flush=True)

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.serving.launchers import default_launcher
 from toolmatrix.serving.registry import EngineSpec, registry, resolve_model
 
@@ -22,7 +23,7 @@ SURFACES = ("chat",)  # the API surfaces a case is sent over; Chat Completions i
 PLAN_FORMAT = "toolmatrix-plan"
 
 
-class PlanError(ValueError):
+class PlanError(ToolmatrixError, ValueError):
     """The plan cannot be made: unknown ids, or nothing that can run. The message says which."""
 
 

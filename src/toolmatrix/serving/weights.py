@@ -14,10 +14,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.serving.registry import ModelSpec, WeightsSource, cache_dir
 
 
-class WeightsError(RuntimeError):
+class WeightsError(ToolmatrixError, RuntimeError):
     pass
 
 

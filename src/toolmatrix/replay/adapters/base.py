@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.serving.registry import EngineSpec, ReplaySpec, cache_dir
 
 from ..detok import Detok
@@ -19,7 +20,7 @@ from ..detok import Detok
 INSTALLED = "toolmatrix-installed"  # written last by an install, with pip freeze: the env's exact versions
 
 
-class InstallError(RuntimeError):
+class InstallError(ToolmatrixError, RuntimeError):
     """An engine release pip will not install here; the message ends with pip's own error."""
 
 

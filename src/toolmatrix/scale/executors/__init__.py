@@ -7,8 +7,10 @@ the commands, results directories and GPU counts are decided once, in ``shards``
 
 from __future__ import annotations
 
+from toolmatrix.base.errors import ToolmatrixError
 
-class EmitError(ValueError):
+
+class EmitError(ToolmatrixError, ValueError):
     """A plan an executor cannot express (e.g. Kubernetes: an engine with no container image); says which shard."""
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.records import RUN, ResultsError, read_run_info
 from toolmatrix.scale.shards import Plan, Shard, safe_name
 
@@ -141,7 +142,7 @@ def task_options(shard: Shard, retries: int) -> dict[str, Any]:
     return {"num_gpus": shard.gpus, "num_cpus": 1, "max_retries": retries, "retry_exceptions": False}
 
 
-class ClusterError(Exception):
+class ClusterError(ToolmatrixError):
     """No Ray cluster can be reached at the address given; the message says what was tried."""
 
 

@@ -1,4 +1,5 @@
-"""What every launcher provides: start, stop, alive, log tail, exit code, describe; and the context size."""
+"""What every launcher provides: start, stop, alive, log tail, exit code, describe, the weights it handed the
+engine; and the context size."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from toolmatrix.base.errors import ToolmatrixError
+
 if TYPE_CHECKING:
     from toolmatrix.serving.registry import DockerSpec, EngineSpec, ModelSpec, ProcessSpec, WeightsSource
 
 
-class LaunchError(RuntimeError):
+class LaunchError(ToolmatrixError, RuntimeError):
     """The engine could not be started or never became ready; the message carries its log tail."""
 
 
@@ -69,6 +72,11 @@ class Launcher(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """The engine part of run.json: version, launcher, flags, binary/image."""
+        ...
+
+    def weights_info(self) -> dict[str, Any]:
+        """The model part of run.json the launcher knows: ``weights``, ``weights_sha256``, ``revision``,
+        ``chat_template`` and ``chat_template_sha256``; empty where it handed the engine nothing."""
         ...
 
 

@@ -43,3 +43,7 @@ class ExternalLauncher:
     def describe(self) -> dict[str, Any]:
         return {"id": self.engine_id, "version": None, "launcher": self.kind, "flags": [], "base_url": self.base_url,
                 "image": None, "image_digest": None, "binary": None}
+
+    def weights_info(self) -> dict[str, Any]:
+        """Nothing: the server loaded its own weights and template, which a URL does not tell."""
+        return {}

