@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from toolmatrix.formats import get_family
 from toolmatrix.judge.checks import CHECKS, CheckInput, judge, run_checks, value_matches
 from toolmatrix.library.cases import load_cases
+from toolmatrix.records import CheckOutcome, CheckResult
 from toolmatrix.wire.chat import assemble_stream
 from toolmatrix.wire.exchange import Exchange
 
@@ -49,8 +50,10 @@ def test_judge_orders_blame_and_declared_gaps():
     results = run_checks(CheckInput(case, Exchange("nonstream", {}, 200, body), HERMES, case.expect))
     verdict = judge(results, {}, case.features)
     assert (verdict.verdict, verdict.blame) == ("fail", "engine") and verdict.reason.startswith("tool_choice:")
-    gap = judge(results, {"tool_choice.named": "becomes auto"}, case.features)
-    assert gap.verdict == "unsupported" and "becomes auto" in gap.reason
+    gap = judge(results, {"tool_choice.named": "becomes auto", "api.messages": "no route"}, case.features)
+    assert gap.verdict == "unsupported" and gap.gaps == {"tool_choice.named": "becomes auto"}
+    assert gap.reason == f"tool_choice.named: becomes auto ({verdict.reason})"  # worded for people too
+    assert verdict.gaps == {}
 
 
 def test_request_text_is_not_a_leak():
@@ -114,3 +117,12 @@ def test_a_failing_check_declared_unsupported_is_a_gap():
     assert judge(results, {}, case.features).verdict == "fail"
     gap = judge(results, {"finish_reason": "tool calls end with 'stop'"}, case.features)
     assert gap.verdict == "unsupported" and gap.reason.startswith("finish_reason: tool calls end with 'stop'")
+    assert gap.gaps == {"finish_reason": "tool calls end with 'stop'"}
+
+
+def test_a_pass_on_what_the_model_lacks_is_unsupported_with_its_gaps():
+    """A case on thinking passed by a model that does not think proves nothing: its gaps, and no blame."""
+    results = [CheckResult("http_status", CheckOutcome.PASS, None, "")]
+    lacking = judge(results, {"reasoning": "the model does not think", "api.messages": "no route"}, ["reasoning"])
+    assert (lacking.verdict, lacking.blame, lacking.gaps) == ("unsupported", None, {"reasoning": "the model does not think"})
+    assert lacking.reason == "reasoning: the model does not think"

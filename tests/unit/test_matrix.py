@@ -528,6 +528,21 @@ def test_a_cell_whose_every_record_is_unsupported_says_why_instead_of_0_percent(
     assert re.search(r"\| m1@e1 +\| unsupported +\| 50% \(2/4\)", md)
 
 
+def test_a_cell_reads_the_declared_gaps_from_their_field_and_older_records_from_their_reason(tmp_path):
+    """A record carries its declared gaps as a field: its reason is worded for people and not read back (a why may
+    hold "; " itself). A record written before the field still gives its gaps, read out of its reason."""
+    route = "e1 has no /v1/responses route (server/app.py)"
+    recorded = not_served("single.a", "nonstream", "http_status", "HTTP 404: Not Found")
+    recorded.update(gaps={"api.responses": route, "reasoning": "no thinking; none at all"}, reason="not read")
+    older = not_served("single.a", "stream", "http_status", "HTTP 404: Not Found", also="; reasoning: no thinking")
+    write_results(tmp_path / "responses", [recorded, older], run_id="run-2", api="responses")
+
+    build_matrix([tmp_path], tmp_path / "out")
+
+    assert cell_of(tmp_path / "out", "m1@e1 [responses]")["unsupported_reason"] == (
+        f"api.responses: {route}; reasoning: no thinking; none at all; reasoning: no thinking")
+
+
 def test_the_surfaces_of_an_engine_share_its_one_column_in_page_markdown_and_json(tmp_path):
     write_results(tmp_path / "chat", suite({"single.a": "pass", "single.b": "pass"}))
     write_results(tmp_path / "messages", suite({"single.a": "pass", "single.b": "fail"}, api="messages"),

@@ -1,10 +1,11 @@
 """Blame from evidence: the model's own words decide between the model and the engine.
 
-A check that judges *what was said* (the content checks below) is run again on the model's own answer (its raw
-text read by the family's reference parser). It fails there too: the model said it wrong (``model``, or
-``template`` when the engine rendered the prompt differently from the model's reference template). It passes
-there: the model said it right and the engine lost, renamed, re-typed, dropped, merged or leaked it (``engine``).
-Checks on how it was sent (wire shape, ids, stream deltas, tool_choice, ...) are the engine's in any case.
+A check that judges *what was said* (registered as judging ``CALLS`` or ``MARKERS``) is run again on the model's
+own answer (its raw text read by the family's reference parser). It fails there too: the model said it wrong
+(``model``, or ``template`` when the engine rendered the prompt differently from the model's reference template).
+It passes there: the model said it right and the engine lost, renamed, re-typed, dropped, merged or leaked it
+(``engine``). Checks on how it was sent (wire shape, ids, stream deltas, tool_choice, ...) are the engine's in any
+case.
 """
 
 from __future__ import annotations
@@ -15,15 +16,12 @@ from typing import Any
 import attrs
 
 from toolmatrix.formats import Family, ParseResult
-from toolmatrix.judge.checks import CheckInput, leaked_markers, non_ascii_escape, run_checks
+from toolmatrix.judge.checks import CheckInput, Judges, leaked_markers, non_ascii_escape, registered, run_checks
 from toolmatrix.records import Blame, CheckResult, Evidence
 from toolmatrix.wire.exchange import Exchange
 
-# The checks that judge what the answer says, and so can be asked of the model's own words.
-CONTENT_CHECKS = frozenset({"arguments_json", "no_marker_leak", "no_unparsed_call", "ascii_escaping",
-                            "arguments_schema", "expected_calls"})
-# What a call the model did not finish, or wrote unreadably, fails in an answer: its own words fail these too.
-MALFORMED_CALL_CHECKS = frozenset({"arguments_json", "no_marker_leak", "no_unparsed_call", "expected_calls"})
+# What checks judge that can be asked of the model's own words: what the answer says, not how it was sent.
+SAID = frozenset({Judges.CALLS, Judges.MARKERS})
 
 
 @attrs.frozen
@@ -96,12 +94,15 @@ def reblame(checks: list[CheckResult], inputs: CheckInput, evidence: Evidence) -
     out, decided = [], False
     first = next((c for c in checks if c.failed), None)
     for check in checks:
-        if not check.failed or check.name not in CONTENT_CHECKS:
+        judged = registered(check.name)  # a result named after no registered check raises, never passes as one
+        # A second turn's check (followup.NAME) stays as it is: the model's words answer the first turn only.
+        if not check.failed or judged.judges not in SAID or check.name not in theirs:
             out.append(check)
             continue
         decided = decided or check is first
-        malformed = bool(unreadable) and check.name in MALFORMED_CALL_CHECKS
-        made_here = check.name == "no_marker_leak" and bool(engine_made)
+        # A call the model did not finish or wrote unreadably fails such a check: its own words fail it too.
+        malformed = bool(unreadable) and judged.unreadable_call_fails
+        made_here = judged.judges is Judges.MARKERS and bool(engine_made)
         if (theirs[check.name].failed or malformed) and not made_here:
             blame = Blame.TEMPLATE if rendered_differently else Blame.MODEL
             why = (f"the model's own text holds a call it did not finish or that cannot be read: {unreadable[0]}"

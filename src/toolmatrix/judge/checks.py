@@ -1,24 +1,27 @@
 """Checks: small pure functions, exchange + case -> pass / fail / skip with a one-line reason and a blame.
 
-Each check is registered with ``@check("FAILURE_CLASS")``, the class of reference/bugs.md it catches; its
-docstring starts with that class. A check never raises on bad engine output: bad output is a failure with its
-blame. ``CHECKS`` keeps the order of registration, from the most fundamental (transport, wire shape) to the
-model's choices, so the first failure gives a case its blame.
+Each check is registered with ``@check("FAILURE_CLASS", JUDGES, BLAMES)``: the class of reference/bugs.md it
+catches (its docstring starts with it), what it judges, and the parties it can blame. The judges that treat checks
+differently (``blame.reblame``, the replay tier's) read that registration, never a list of names, and a result
+named after no registered check raises (``registered``). A check never raises on bad engine output: bad output is
+a failure with its blame. ``CHECKS`` keeps the order of registration, from the most fundamental (transport, wire
+shape) to the model's choices, so the first failure gives a case its blame.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from functools import cache
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 import attrs
 import jsonschema
 import jsonschema_rs
 
 from toolmatrix.base import jsontext
-from toolmatrix.base.features import PRECONDITIONS
+from toolmatrix.base.features import CHECK_GAPS, PRECONDITIONS
 from toolmatrix.base.specs import load_schema
 from toolmatrix.formats import Family, ParsedCall
 from toolmatrix.library.cases import CallExpectation, Case, Expectation
@@ -110,36 +113,100 @@ def skipped(detail: str) -> Finding:
     return Finding(CheckOutcome.SKIP, None, detail)
 
 
+class Judges(enum.Enum):
+    """What a check judges. ``blame.reblame`` asks the model's own words again about CALLS and MARKERS only."""
+
+    EXCHANGE = "exchange"  # that an answer of the API came back at all
+    WIRE = "wire"  # how the answer was sent: its shape, ids, deltas, stop word, the request's contract
+    CALLS = "calls"  # the calls the answer holds, their names and arguments: the model's words can fail the same
+    MARKERS = "markers"  # the family's markers in the text: one the model's raw text never held, the engine made
+    TEXT = "text"  # the text answer itself: left to the wire rules
+
+
+In = TypeVar("In")  # what a check reads: a ``CheckInput``, or what only the replay tier knows
+
+
 @attrs.frozen
-class Check:
-    """A registered check: its stable name (a key in records and baselines) and the failure class it catches."""
+class Check(Generic[In]):
+    """A registered check: its stable name (a key in records and baselines), the failure class it catches, and
+    what the judges read in place of its name."""
 
     name: str
     failure_class: str
-    function: Callable[[CheckInput], Finding]
+    function: Callable[[In], Finding]
+    judges: Judges
+    blames: frozenset[Blame]  # the parties its failures can name: another is a bug of the check's (raises)
+    unreadable_call_fails: bool = False  # a call the model did not finish or wrote unreadably fails it (reblame)
+    # Where the model's text is given (replay), the model is not to blame: the parser is (``replay.judge``).
+    given_text_clears_model: bool = False
+    replay_only: bool = False  # it reads what only a fixture knows: run by the replay tier, never in ``CHECKS``
 
-    def __call__(self, ev: CheckInput, prefix: str = "") -> CheckResult:
+    def __call__(self, ev: In, prefix: str = "") -> CheckResult:
         found = self.function(ev)
+        if found.blame is not None and found.blame not in self.blames:
+            raise ValueError(f"check {self.name!r} blamed {found.blame}, not one of its declared parties")
         kind = (found.kind or self.failure_class) if found.outcome is CheckOutcome.FAIL else None
         return CheckResult(prefix + self.name, found.outcome, found.blame, found.detail, kind)
 
 
-CHECKS: list[Check] = []
+class UnknownCheck(LookupError):
+    """A check result, or a name the code relies on, that no registered check has: a check renamed in one place
+    and not in another."""
 
 
-def check(failure_class: str) -> Callable[[Callable[[CheckInput], Finding]], Callable[[CheckInput], Finding]]:
-    """Register a check under its function name (less ``check_``), in order, for ``failure_class``."""
+CHECKS: list[Check[CheckInput]] = []  # every answer's, in order
+REGISTERED: dict[str, Check[Any]] = {}  # by name: the checks above and the replay tier's own
 
-    def register(function: Callable[[CheckInput], Finding]) -> Callable[[CheckInput], Finding]:
-        if not (function.__doc__ or "").startswith(failure_class + ":"):
-            raise TypeError(f"{function.__name__}: the docstring must start with '{failure_class}:'")
-        name = function.__name__.removeprefix("check_")
-        if any(c.name == name for c in CHECKS):
-            raise TypeError(f"check {name!r} registered twice")
-        CHECKS.append(Check(name, failure_class, function))
-        return function
+
+def check(failure_class: str, judges: Judges, blames: Iterable[Blame], *, unreadable_call_fails: bool = False,
+          given_text_clears_model: bool = False) -> Callable[[Callable[[CheckInput], Finding]], Check[CheckInput]]:
+    """Register a check of every answer under its function name (less ``check_``), in order."""
+
+    def register(function: Callable[[CheckInput], Finding]) -> Check[CheckInput]:
+        made = _register(Check(_name(function, failure_class), failure_class, function, judges, frozenset(blames),
+                               unreadable_call_fails, given_text_clears_model))
+        CHECKS.append(made)
+        return made
 
     return register
+
+
+def replay_check(failure_class: str, judges: Judges, blames: Iterable[Blame]) -> Callable[
+        [Callable[[In], Finding]], Check[In]]:
+    """Register a check only the replay tier runs: known by name (``registered``), never in ``CHECKS``."""
+
+    def register(function: Callable[[In], Finding]) -> Check[In]:
+        return _register(Check(_name(function, failure_class), failure_class, function, judges, frozenset(blames),
+                               replay_only=True))
+
+    return register
+
+
+def _name(function: Callable[[In], Finding], failure_class: str) -> str:
+    """A check's name, its function's less ``check_``; TypeError where its docstring does not start with its class."""
+    if not (function.__doc__ or "").startswith(failure_class + ":"):
+        raise TypeError(f"{function.__name__}: the docstring must start with '{failure_class}:'")
+    return function.__name__.removeprefix("check_")
+
+
+def _register(made: Check[In]) -> Check[In]:
+    """``made`` known by its name; TypeError, at import, for a name taken or a registration that says nothing."""
+    if made.name in REGISTERED:
+        raise TypeError(f"check {made.name!r} registered twice")
+    if not made.blames:
+        raise TypeError(f"check {made.name!r} blames no party")
+    if made.given_text_clears_model and Blame.MODEL not in made.blames:
+        raise TypeError(f"check {made.name!r}: given_text_clears_model, but it never blames the model")
+    REGISTERED[made.name] = made
+    return made
+
+
+def registered(name: str) -> Check[Any]:
+    """The check a result is named after (a second turn's ``followup.NAME`` too); UnknownCheck where none is."""
+    found = REGISTERED.get(name.rpartition(".")[2])
+    if found is None:
+        raise UnknownCheck(f"no check is registered as {name!r}; registered: {', '.join(REGISTERED)}")
+    return found
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -151,7 +218,7 @@ def _short(value: Any, limit: int = 80) -> str:
 # -- transport and wire --------------------------------------------------------------------------------------
 
 
-@check("HTTP_ERROR")
+@check("HTTP_ERROR", Judges.EXCHANGE, {ENGINE, TEMPLATE, INFRA})
 def check_http_status(ev: CheckInput) -> Finding:
     """HTTP_ERROR: a 5xx, timeout or refused connection on a valid request, an answer the engine broke off or
     made over the size limit, or a 2xx/5xx on an invalid one. An answer that is none of the API's at all (no such
@@ -210,7 +277,7 @@ def _not_json(text: Any) -> str | None:
     return None
 
 
-@check("WIRE_SHAPE")
+@check("WIRE_SHAPE", Judges.WIRE, {ENGINE})
 def check_wire_shape(ev: CheckInput) -> Finding:
     """WIRE_SHAPE: the body or a stream chunk is not the surface's valid answer (chat: tool_calls not a list, ...;
     Responses: a function_call without call_id, arguments not a string; Messages: a tool_use input that is not an
@@ -233,7 +300,7 @@ def check_wire_shape(ev: CheckInput) -> Finding:
     return passed(f"{len(ex.chunks)} chunks")
 
 
-@check("STREAM_DELTAS")
+@check("STREAM_DELTAS", Judges.WIRE, {ENGINE})
 def check_stream_deltas(ev: CheckInput) -> Finding:
     """STREAM_DELTAS: the stream's pieces malformed. Chat: a tool-call delta without an integer index, id/name
     missing or repeated, an index reused, no finish_reason. Responses: argument deltas before their item, .done
@@ -251,7 +318,7 @@ def _calls(ev: CheckInput) -> tuple[Call, ...]:
     return message.tool_calls if message else ()
 
 
-@check("ARGS_NOT_OBJECT")
+@check("ARGS_NOT_OBJECT", Judges.CALLS, {MODEL, ENGINE}, unreadable_call_fails=True)
 def check_arguments_json(ev: CheckInput) -> Finding:
     """ARGS_NOT_OBJECT: a call's arguments are not a JSON string of an object (dict, null, '', truncated JSON)."""
     calls = _calls(ev)
@@ -268,7 +335,7 @@ def check_arguments_json(ev: CheckInput) -> Finding:
     return passed()
 
 
-@check("CALL_IDS")
+@check("CALL_IDS", Judges.WIRE, {ENGINE})
 def check_call_ids(ev: CheckInput) -> Finding:
     """CALL_IDS: a call without a non-empty string id, or two calls sharing one."""
     calls = _calls(ev)
@@ -299,7 +366,7 @@ def _valid_native_calls(ev: CheckInput, text: str | None) -> list[ParsedCall]:
     return [c for c in parsed.calls if c.name in ev.case.tool_names and c.arguments is not None]
 
 
-@check("UNPARSED_CALL")
+@check("UNPARSED_CALL", Judges.CALLS, {ENGINE}, unreadable_call_fails=True)
 def check_no_unparsed_call(ev: CheckInput) -> Finding:
     """UNPARSED_CALL: a valid native call left in content or reasoning instead of tool_calls (parser missed it)."""
     message = ev.message
@@ -331,7 +398,7 @@ def leaked_markers(ev: CheckInput) -> list[tuple[str, str]]:
     return leaks + [("reasoning", m) for m in _leaks(ev, message.reasoning) if m in openers]
 
 
-@check("MARKER_LEAK")
+@check("MARKER_LEAK", Judges.MARKERS, {MODEL, ENGINE}, unreadable_call_fails=True)
 def check_no_marker_leak(ev: CheckInput) -> Finding:
     """MARKER_LEAK: a native marker of the family (or a held-back prefix) reached content, reasoning, names or args."""
     message = ev.message
@@ -351,7 +418,7 @@ def check_no_marker_leak(ev: CheckInput) -> Finding:
     return failed(blame, f"{marker!r} in {field}{why}")
 
 
-@check("ESCAPING")
+@check("ESCAPING", Judges.CALLS, {ENGINE})
 def check_ascii_escaping(ev: CheckInput) -> Finding:
     """ESCAPING: non-ASCII argument text sent as \\uXXXX escapes (ensure_ascii) instead of UTF-8."""
     calls = _calls(ev)
@@ -376,7 +443,7 @@ def non_ascii_escape(text: str) -> str | None:
 # -- API semantics -------------------------------------------------------------------------------------------
 
 
-@check("FINISH_REASON")
+@check("FINISH_REASON", Judges.WIRE, {ENGINE})
 def check_finish_reason(ev: CheckInput) -> Finding:
     """FINISH_REASON: the answer's stop word wrong for what it holds: chat 'tool_calls' missing with calls or
     present without; Messages stop_reason not 'tool_use' with tool_use blocks; Responses status not 'completed'."""
@@ -387,7 +454,7 @@ def check_finish_reason(ev: CheckInput) -> Finding:
     return failed(ENGINE, problem) if problem else passed(str(message.finish_reason))
 
 
-@check("TOOL_CHOICE_IGNORED")
+@check("TOOL_CHOICE_IGNORED", Judges.WIRE, {ENGINE})
 def check_tool_choice(ev: CheckInput) -> Finding:
     """TOOL_CHOICE_IGNORED: none answered with a call, required with none (or with a tool not offered: the engine
     holds the call to the offered tools, usually by a grammar), a named choice with another tool."""
@@ -409,7 +476,7 @@ def check_tool_choice(ev: CheckInput) -> Finding:
     return passed(kind)
 
 
-@check("PARALLEL_NOT_HONOURED")
+@check("PARALLEL_NOT_HONOURED", Judges.WIRE, {ENGINE})
 def check_parallel_tool_calls(ev: CheckInput) -> Finding:
     """PARALLEL_NOT_HONOURED: parallel_tool_calls=false answered with more than one call."""
     if ev.case.options.get("parallel_tool_calls") is not False:
@@ -420,22 +487,23 @@ def check_parallel_tool_calls(ev: CheckInput) -> Finding:
     return passed()
 
 
-# What a stream and its non-stream twin are compared on: each call's name and arguments (parsed when they parse).
-_Signature = tuple[tuple[Any, Any], ...] | tuple[str]
+# Each call's name and arguments (parsed when they parse), or that there was no answer.
+Signature = tuple[tuple[Any, Any], ...] | tuple[str]
 
 
-def _call_signature(message: Message | None) -> _Signature:
+def call_signature(message: Message | None) -> Signature:
+    """What a stream and the whole answer are compared on, live (``stream_consistency``) and in replay."""
     if message is None:
         return ("no answer",)
     return tuple((c.name, c.parsed_arguments() if c.parsed_arguments() is not None else c.arguments) for c in message.tool_calls)
 
 
-@check("STREAM_DIVERGES")
+@check("STREAM_DIVERGES", Judges.WIRE, {ENGINE})
 def check_stream_consistency(ev: CheckInput) -> Finding:
     """STREAM_DIVERGES: the reassembled stream carries other calls (names, arguments, count) than the non-stream."""
     if ev.exchange.mode != "stream" or ev.reference is None or not ev.exchange.ok or not ev.reference.ok:
         return skipped("no stream/non-stream pair")
-    streamed, whole = _call_signature(ev.message), _call_signature(ev.reference.message())
+    streamed, whole = call_signature(ev.message), call_signature(ev.reference.message())
     if streamed != whole:
         return failed(ENGINE, f"stream {_short(streamed, 70)} != non-stream {_short(whole, 70)}")
     return passed(f"{len(streamed)} call(s) identical")
@@ -475,7 +543,7 @@ def _looks_double_encoded(value: Any, schema: Mapping[str, Any]) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(decoded)
 
 
-@check("ARGS_SCHEMA")
+@check("ARGS_SCHEMA", Judges.CALLS, {MODEL, ENGINE})
 def check_arguments_schema(ev: CheckInput) -> Finding:
     """ARGS_SCHEMA: a call to a tool not offered, or arguments that break the tool's JSON Schema."""
     calls = [c for c in _calls(ev) if c.parsed_arguments() is not None]
@@ -590,7 +658,7 @@ def _describe_calls(calls: Iterable[Call]) -> str:
     return _short([f"{c.name}({c.arguments})" for c in calls], 120) if calls else "no call"
 
 
-@check("WRONG_CALL")
+@check("WRONG_CALL", Judges.CALLS, {MODEL}, unreadable_call_fails=True, given_text_clears_model=True)
 def check_expected_calls(ev: CheckInput) -> Finding:
     """WRONG_CALL: the model called the wrong tool, the wrong number of times, or with wrong values."""
     expect, message = ev.expect, ev.message
@@ -618,7 +686,7 @@ def check_expected_calls(ev: CheckInput) -> Finding:
     return passed(f"{len(calls)} call(s) matched")
 
 
-@check("WRONG_ANSWER")
+@check("WRONG_ANSWER", Judges.TEXT, {MODEL})
 def check_expected_content(ev: CheckInput) -> Finding:
     """WRONG_ANSWER: the text answer does not mention what the tool result said."""
     wanted = ev.expect.content_contains_any
@@ -636,16 +704,19 @@ def run_checks(ev: CheckInput, prefix: str = "") -> list[CheckResult]:
     return [c(ev, prefix) for c in CHECKS]
 
 
-GAP_SEPARATOR = "; "  # between the declared gaps of an unsupported record's reason
+GAP_SEPARATOR = "; "  # between the declared gaps in an unsupported record's reason
 
 
 @attrs.frozen
 class Decision:
-    """A case's outcome in one mode, as ``judge`` decides it from the checks."""
+    """A case's outcome in one mode, as ``judge`` decides it from the checks. ``gaps``: on an unsupported one, the
+    declared gaps it rests on (FEATURE -> WHY, as the engine or model spec words them); the reason words them too,
+    for people."""
 
     verdict: Verdict
     blame: Blame | None
     reason: str
+    gaps: dict[str, str] = attrs.Factory(dict)
 
 
 def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: Iterable[str]) -> Decision:
@@ -658,26 +729,35 @@ def judge(results: list[CheckResult], unsupported: Mapping[str, str], features: 
     failures = [r for r in results if r.failed]
     if not failures:
         # Passing proves nothing where the model could not do what the case is about.
-        lacking = [f"{f}: {unsupported[f]}" for f in sorted(features) if f in PRECONDITIONS and f in unsupported]
+        lacking = {f: unsupported[f] for f in sorted(features) if f in PRECONDITIONS and f in unsupported}
         if lacking:
-            return Decision(Verdict.UNSUPPORTED, None, GAP_SEPARATOR.join(lacking))
+            return Decision(Verdict.UNSUPPORTED, None, GAP_SEPARATOR.join(worded_gaps(lacking)), lacking)
         return Decision(Verdict.PASS, None, "")
     first = failures[0]
     reason = f"{first.name}: {first.detail}"
     # A gap is a feature the case exercises, or the failing check itself (e.g. an engine known to send no ids).
-    gaps = [f"{f}: {unsupported[f]}" for f in sorted({*features, first.name}) if f in unsupported]
+    gaps = {f: unsupported[f] for f in sorted({*features, first.name}) if f in unsupported}
     if gaps:
-        return Decision(Verdict.UNSUPPORTED, first.blame, GAP_SEPARATOR.join(gaps) + f" ({reason})")
+        return Decision(Verdict.UNSUPPORTED, first.blame, GAP_SEPARATOR.join(worded_gaps(gaps)) + f" ({reason})", gaps)
     broken = next((r for r in failures if r.kind in EXCHANGE_FAILED), None)
     if broken is not None:
         return Decision(Verdict.ERROR, broken.blame, f"{broken.name}: {broken.detail}")
     return Decision(Verdict.FAIL, first.blame, reason)
 
 
-def declared_gaps(reason: str, checks: Iterable[Mapping[str, Any]]) -> list[str]:
-    """An unsupported record's reason as the engine spec declares it, one ``FEATURE: WHY`` per gap: without the
-    failing check's own words, which ``judge`` appends as `` (CHECK: DETAIL)`` and which differ from record to
-    record. A cell lists each gap once however many of its cases share it."""
-    first = next((c for c in checks if c["outcome"] == CheckOutcome.FAIL), None)
-    declared = reason.removesuffix(f" ({first['name']}: {first['detail']})") if first else reason
-    return declared.split(GAP_SEPARATOR)
+def worded_gaps(gaps: Mapping[str, str]) -> list[str]:
+    """Each declared gap as people read it, ``FEATURE: WHY``: in an unsupported record's reason, on a cell's page."""
+    return [f"{feature}: {why}" for feature, why in gaps.items()]
+
+
+def require_registered(names: Iterable[str], where: str) -> None:
+    """UnknownCheck unless every one of ``names`` (checks that ``where`` names) is a registered check."""
+    for name in names:
+        try:
+            registered(name)
+        except UnknownCheck as exc:
+            raise UnknownCheck(f"{where}: {exc}") from None
+
+
+# An engine spec may declare a check's failure a gap (``judge``) by the check's name: a rename must not void it.
+require_registered(CHECK_GAPS, "base.features.CHECK_GAPS")

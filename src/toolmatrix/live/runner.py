@@ -207,7 +207,7 @@ class Runner:
             blamed_by = blamed_by or BlameSource.WIRE
         return Record(
             self.run_id, case.id, case.category, mode, decision.verdict, decision.blame, decision.reason,
-            tuple(checks), description=case.description or None, followup=followup,
+            tuple(checks), gaps=decision.gaps, description=case.description or None, followup=followup,
             expect=json.loads(json.dumps(attrs.asdict(case.expect), default=str)),
             evidence=evidence, blamed_by=blamed_by, wire_blame=wire_blame, api=self.api, sample=sample,
             fuzz_seed=case.fuzz_seed, **transcript(exchange))

@@ -19,7 +19,7 @@ from typing import IO, Any, Mapping
 import attrs
 
 from toolmatrix.base.atomic import Replacing
-from toolmatrix.judge.checks import declared_gaps
+from toolmatrix.judge.checks import worded_gaps
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
 from toolmatrix.records import (
     Outcome,
@@ -241,7 +241,7 @@ def _scan_run(info: RunInfo, merged: dict[Key, Outcome], failures: _Failures, ta
             if outcome.verdict is Verdict.PASS:
                 continue
             if outcome.verdict is Verdict.UNSUPPORTED:
-                declared.update(declared_gaps(record["reason"], record["checks"]))
+                declared.update(worded_gaps(record.get("gaps") or {}))  # each gap once however many cases share it
             failures.copy(line.raw)
             if key not in merged:
                 failures.add(record, prefix, source)

@@ -208,6 +208,8 @@ class Record:
     verdict: Verdict
     blame: Blame | None  # of the first failing check; None on a pass
     reason: str  # the first failing check and its detail; "" on a pass
+    # On an unsupported record: the declared gaps it rests on, FEATURE -> WHY (its reason words them for people).
+    gaps: dict[str, str] = attrs.field(factory=dict, kw_only=True)
     checks: tuple[CheckResult, ...]
     request: JSONObject
     latency_s: float = 0.0
