@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
+from toolmatrix.base.settings import binary_override_var
 from toolmatrix.serving.launchers import ProcessLauncher
 from toolmatrix.serving.launchers.process import (
-    binary_override_var,
     build_record,
     find_binary,
     install_binary,

@@ -11,8 +11,9 @@ import pytest
 
 from tests.helpers_engine import assert_start_refused_by_sigill
 from toolmatrix.base.exitcodes import SIGNAL_HINTS
+from toolmatrix.base.settings import binary_override_var
 from toolmatrix.serving.launchers import LaunchError, ProcessLauncher
-from toolmatrix.serving.launchers.process import binary_override_var, build_record, find_binary
+from toolmatrix.serving.launchers.process import build_record, find_binary
 from toolmatrix.serving.registry import load_engines, load_models
 
 ENGINES, MODELS = load_engines(), load_models()

@@ -25,3 +25,19 @@ def cache_dir() -> Path:
 def default_family() -> str:
     """The native format given to a model outside the registry: $TOOLMATRIX_FAMILY, default hermes."""
     return os.environ.get("TOOLMATRIX_FAMILY", "hermes")
+
+
+def batch() -> str | None:
+    """The fan-out a run is a shard of: $TOOLMATRIX_BATCH (the plugin's --batch default)."""
+    return os.environ.get("TOOLMATRIX_BATCH") or None
+
+
+def binary_override_var(engine_id: str) -> str:
+    """The environment variable that names an engine's binary instead of the one toolmatrix finds or builds."""
+    return f"TOOLMATRIX_{engine_id.upper().replace('-', '_')}_BIN"
+
+
+def binary_override(engine_id: str) -> Path | None:
+    """The binary $TOOLMATRIX_<ENGINE>_BIN names, if set."""
+    value = os.environ.get(binary_override_var(engine_id))
+    return Path(value) if value else None

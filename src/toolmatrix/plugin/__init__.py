@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from toolmatrix.base import settings
 from toolmatrix.base.argtypes import positive_int, positive_seconds, seed, temperature
 from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.library.cases import case_shard
@@ -71,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     group.addoption("--record-lost", metavar="REASON",
                     help="start no engine: record every selected case x mode as an infra error with REASON "
                          "(what an executor writes for a shard it lost with its machine)")
-    group.addoption("--batch", metavar="ID", default=os.environ.get("TOOLMATRIX_BATCH") or None,
+    group.addoption("--batch", metavar="ID", default=settings.batch(),
                     help="the fan-out this run is a shard of (default $TOOLMATRIX_BATCH): the runs of one batch "
                          "are one matrix cell per pair; executors set it")
     group.addoption("--shard", metavar="ID", help="which shard of a fan-out plan this run is (set by the plan)")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmatrix.base.exitcodes import describe_exit
+from toolmatrix.base.settings import binary_override, binary_override_var
 from toolmatrix.serving.launchers import cores
 from toolmatrix.serving.launchers.base import Endpoint, LaunchError, context_size, log_file, process_of
 from toolmatrix.serving.launchers.readiness import Watched, become_ready, probe_version
@@ -54,17 +55,12 @@ def venv_bin(engine: EngineSpec, name: str) -> Path:
     return venv_dir(engine) / "bin" / name
 
 
-def binary_override_var(engine_id: str) -> str:
-    """The environment variable that names an engine's binary instead of the one toolmatrix finds or builds."""
-    return f"TOOLMATRIX_{engine_id.upper().replace('-', '_')}_BIN"
-
-
 def find_binary(engine: EngineSpec) -> Path | None:
     spec = process_of(engine)
     name = spec.binary
-    override = os.environ.get(binary_override_var(engine.id))
-    if override:
-        return Path(override)
+    override = binary_override(engine.id)
+    if override is not None:
+        return override
     if spec.venv:  # complete only once every install step has run
         return venv_bin(engine, name) if (venv_dir(engine) / INSTALLED).is_file() else None
     cached = cache_dir() / "bin" / name
