@@ -327,6 +327,7 @@ ONLY_PARSED = {
     "toolmatrix replay-agreement": "reads the replay run of the line before it",
     "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
+    "toolmatrix releases": "reads PyPI (network); tests/unit/test_releases.py runs it against a stand-in index",
     "toolmatrix replay-repro --triage": "renders through the installed parser environments; "
                                         "tests/integration/test_replay_repro_run.py holds results/replay/repro/ to it",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",
