@@ -11,6 +11,7 @@ import signal
 import sys
 
 from toolmatrix.base.errors import ToolmatrixError
+from toolmatrix.base.specs import SpecErrors
 from toolmatrix.serving.runinfo import toolmatrix_version
 
 
@@ -52,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ToolmatrixError as exc:  # the one place a command's error is said: its line, its status
-        print(f"{args.prog}: {exc}", file=sys.stderr)
+        # A data file's problems, one a line and each naming its file and line, under a line that says so.
+        said = f"invalid data file:\n{exc}" if isinstance(exc, SpecErrors) else str(exc)
+        print(f"{args.prog}: {said}", file=sys.stderr)
         return exc.status
     except BrokenPipeError:  # `toolmatrix show … | head`: the reader stopped reading; no traceback for that
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush goes nowhere
