@@ -521,7 +521,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     generate.add_argument("-o", "--output", required=True)
     generate.add_argument("--every", type=positive_int, default=1, metavar="N",
                           help="the fixtures of one case in N, chosen by a hash of the case id (stable as the library "
-                               "grows), and every variant: the committed snapshot's sample is --every 6")
+                               "grows), and every variant: the committed snapshot's sample is --every 8")
     generate.set_defaults(func=_cmd_generate)
     harvest = sub.add_parser(
         "replay-harvest", help="make fixtures of live results' raw model text (same generation)",
