@@ -80,6 +80,36 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from toolmatrix.replay.feeder import CHUNKINGS
+    from toolmatrix.replay.fixtures import load_fixtures
+    from toolmatrix.replay.session import adapters
+    from toolmatrix.replay.verify import BROKEN, FIXED, UNCHANGED, from_patch, from_source, outcome, verify
+
+    _known_engine(args.engine.partition("@")[0])
+    fixtures = load_fixtures(args.fixtures)
+    (adapter,) = adapters([args.engine])
+    why = adapter.ready()
+    if why is not None:
+        raise ToolmatrixError(f"--engine {args.engine}: {why}")
+    with tempfile.TemporaryDirectory(prefix="toolmatrix-verify-") as work:
+        change = (from_patch(adapter, args.patch, Path(work)) if args.patch
+                  else from_source(adapter, args.source, Path(work)))
+        for path in change.not_applied:
+            print(f"not applied (outside {adapter.replay.package}): {path}", file=sys.stderr)
+        flips = verify(adapter, change, fixtures, args.results_dir, args.chunking or CHUNKINGS)
+    by = {kind: sorted(f for f, modes in flips.items() if outcome(modes) == kind) for kind in (FIXED, BROKEN, UNCHANGED)}
+    for kind in (BROKEN, FIXED):
+        for fixture in by[kind]:
+            print(f"{kind}: {fixture} ({', '.join(flips[fixture][kind])})")
+    print(f"{adapter.name} with the change ({', '.join(change.applied)}): {len(by[FIXED])} fixed, "
+          f"{len(by[BROKEN])} broken, {len(by[UNCHANGED])} unchanged of {len(flips)} fixtures; the records: "
+          f"{args.results_dir / 'base'} and {args.results_dir / 'change'}")
+    return 1 if by[BROKEN] else 0
+
+
 def _pinned_engine(engine: str) -> str | None:
     """The pinned version of the engine's parser package; a ToolmatrixError where the engine cannot be swept
     here."""
@@ -430,6 +460,22 @@ def _cmd_triage(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from toolmatrix.base.argtypes import positive_int
+
+    verify = sub.add_parser(
+        "replay-verify", help="replay fixtures through an engine release with and without a parser change",
+        description="Replay a fixture file through one engine's parser at its release as published and with a "
+                    "change laid over a copy of its package (a unified diff, as a pull request's .diff gives it, or "
+                    "a source checkout), and say per fixture: fixed, broken or unchanged. Exit 1 when the change "
+                    "breaks a fixture that passed, 2 when it cannot be laid over the release.")
+    verify.add_argument("--engine", required=True, metavar="E", help="ENGINE or ENGINE@VERSION (a release)")
+    what = verify.add_mutually_exclusive_group(required=True)
+    what.add_argument("--patch", type=Path, metavar="FILE", help="a unified diff of the engine's repository")
+    what.add_argument("--source", type=Path, metavar="DIR", help="a checkout of the engine with the change")
+    verify.add_argument("--fixtures", required=True, type=Path, metavar="FILE", help="a fixture .jsonl file")
+    verify.add_argument("--results-dir", required=True, type=Path, metavar="DIR",
+                        help="writes DIR/base/ENGINE and DIR/change/ENGINE")
+    verify.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
+    verify.set_defaults(func=_cmd_verify)
 
     replay = sub.add_parser(
         "replay", help="replay fixtures through engines' own output parsers (no GPU, no model)",

@@ -51,6 +51,8 @@ class Adapter:
     at: str | None = None
     """ENGINE@VERSION: that version of ``package`` first on the worker's path, the pinned env under it (so an old
     parser runs with the pinned env's dependencies); None: the pinned version."""
+    change: Path | None = None
+    """A changed copy of the parser package (``toolmatrix replay-verify``), first on the worker's path."""
     replay: ReplaySpec = attrs.field(init=False)  # the spec's replay data (what each value means: the schema)
     detok: Detok = attrs.field(init=False)
     """How the engine's server turns the model's token ids into the text its parser reads."""
@@ -71,7 +73,8 @@ class Adapter:
 
     @property
     def name(self) -> str:
-        return f"{self.engine}@{self.at}" if self.at else self.engine
+        name = f"{self.engine}@{self.at}" if self.at else self.engine
+        return f"{name}+change" if self.change else name
 
     @property
     def env_dir(self) -> Path:
@@ -123,8 +126,10 @@ class Adapter:
 
     def env(self) -> Mapping[str, str]:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-        if self.overlay_dir is not None:  # PYTHONPATH comes before site-packages: the old version's modules win
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.overlay_dir), env.get("PYTHONPATH")) if p)
+        # PYTHONPATH comes before site-packages: the changed copy's modules win, then an old version's.
+        first = [str(p) for p in (self.change, self.overlay_dir) if p is not None]
+        if first:
+            env["PYTHONPATH"] = os.pathsep.join([*first, *filter(None, [env.get("PYTHONPATH")])])
         return env
 
     def install(self) -> Path:

@@ -1,0 +1,157 @@
+"""Verify a parser change before it ships: the fixture set through an engine's release as published and through the
+same release with the change laid over it, fixture by fixture: fixed, broken, unchanged.
+
+The change is a unified diff (a pull request's ``.diff``) or a source folder (a checkout of the engine). Either way
+it becomes a copy of the engine's installed package with the change in it, first on the worker's ``PYTHONPATH``
+(as an ``ENGINE@VERSION`` overlay is): the cached environment is never touched. A diff is applied with ``patch``,
+file by file, each file found in the installed package by the longest tail of its path; files outside the package
+(tests, docs, build files) are listed as not applied."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+import attrs
+
+from toolmatrix.base.errors import ToolmatrixError
+from toolmatrix.records import Verdict, read_run_info, scan_fields
+
+from .adapters import Adapter
+from .fixtures import Fixture
+from .session import replay_engine
+
+FIXED, BROKEN, UNCHANGED = "fixed", "broken", "unchanged"
+
+
+class ChangeError(ToolmatrixError):
+    """A change that cannot be laid over the engine: no Python package to lay it over, nothing of it applies, or
+    ``patch`` refuses a hunk (its own words)."""
+
+
+@attrs.frozen
+class Change:
+    """A changed copy of the engine's package, and what of the change went into it."""
+
+    folder: Path  # goes first on the worker's PYTHONPATH
+    applied: tuple[str, ...]
+    not_applied: tuple[str, ...]  # files of the change outside the installed package
+
+
+def site_packages(adapter: Adapter) -> Path:
+    """The engine environment's site-packages (the replay env, not ours)."""
+    found = sorted(adapter.env_dir.glob("lib/python*/site-packages"))
+    if not found:
+        raise ChangeError(f"{adapter.engine}: no Python environment at {adapter.env_dir} to lay a change over "
+                          f"(toolmatrix replay-install {adapter.engine})")
+    return found[0]
+
+
+def package_dirs(adapter: Adapter) -> tuple[Path, list[str]]:
+    """site-packages and the top-level import folders of the engine's package (its wheel's RECORD)."""
+    site = site_packages(adapter)
+    name = re.sub(r"[-_.]+", "_", adapter.replay.package).lower()
+    records = [p for p in site.glob("*.dist-info/RECORD") if p.parent.name.lower().startswith(f"{name}-")]
+    if not adapter.replay.package or not records:
+        raise ChangeError(f"{adapter.engine}: its parser package ({adapter.replay.package or 'none'}) is not "
+                          f"installed in {site}; a change can only be laid over a Python engine's package")
+    tops = {line.split("/", 1)[0] for line in records[0].read_text().splitlines() if "/" in line}
+    return site, sorted(t for t in tops if t.isidentifier() and (site / t).is_dir())
+
+
+def file_diffs(diff: str) -> Iterator[tuple[str, str]]:
+    """(path, that file's part of a unified diff) for each file it changes, the path as ``+++`` names it."""
+    parts = re.split(r"^(?=--- )", diff, flags=re.M)
+    for part in parts[1:]:
+        target = re.search(r"^\+\+\+ (\S+)", part, re.M)
+        if target is not None:
+            yield target.group(1), part
+
+
+def _installed_tail(path: str, site: Path, tops: list[str]) -> int | None:
+    """How many leading segments to strip from ``path`` so the rest is a file (or a new file's folder) of the
+    installed package; None where no tail is."""
+    parts = path.split("/")
+    for strip in range(len(parts)):
+        tail = parts[strip:]
+        if tail and tail[0] in tops and ((site / "/".join(tail)).is_file() or (site / "/".join(tail[:-1])).is_dir()):
+            return strip
+    return None
+
+
+def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
+    """The engine's package copied into ``work`` and ``diff`` applied there, file by file."""
+    site, tops = package_dirs(adapter)
+    folder = work / "change"
+    applied, skipped = [], []
+    for path, part in file_diffs(diff.read_text(encoding="utf-8")):
+        strip = _installed_tail(path, site, tops)
+        if strip is None:
+            skipped.append(path)
+            continue
+        top = path.split("/")[strip]
+        if not (folder / top).exists():
+            shutil.copytree(site / top, folder / top, ignore=shutil.ignore_patterns("__pycache__"))
+        done = subprocess.run(["patch", f"-p{strip}", "--batch", "--forward", "-d", str(folder)], input=part,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ChangeError(f"{diff}: {path} does not apply to {adapter.name}'s installed "
+                              f"{adapter.replay.package}: {(done.stdout + done.stderr).strip()[-500:]}")
+        applied.append(path)
+    if not applied:
+        raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s installed {adapter.replay.package} "
+                          f"({', '.join(tops)}): {', '.join(skipped) or 'no file at all'}")
+    return Change(folder, tuple(applied), tuple(skipped))
+
+
+def from_source(adapter: Adapter, source: Path, work: Path) -> Change:
+    """The engine's package as a source checkout has it (its shallowest folder of each top-level import name)."""
+    _, tops = package_dirs(adapter)
+    folder = work / "change"
+    applied = []
+    for top in tops:
+        found = sorted((p.parent for p in source.glob(f"**/{top}/__init__.py")), key=lambda p: len(p.parts))
+        if found:
+            shutil.copytree(found[0], folder / top, ignore=shutil.ignore_patterns("__pycache__"))
+            applied.append(str(found[0].relative_to(source)))
+    if not applied:
+        raise ChangeError(f"{source}: holds no {' or '.join(tops)} package to lay over {adapter.name}")
+    return Change(folder, tuple(applied), ())
+
+
+def verdicts(directory: Path) -> dict[tuple[str, str], Verdict]:
+    """(fixture, mode) -> verdict of one replay run."""
+    return {(case, mode): verdict for _, (case, mode, verdict)
+            in scan_fields(read_run_info(directory), "case_id", "mode", "verdict")}
+
+
+def compare(before: Mapping[tuple[str, str], Verdict],
+            after: Mapping[tuple[str, str], Verdict]) -> dict[str, dict[str, list[str]]]:
+    """Each fixture fixed (a mode failed and passes, none the other way), broken (a mode passed and fails), or
+    unchanged, with the modes that flipped."""
+    flips: dict[str, dict[str, list[str]]] = {case: {FIXED: [], BROKEN: []} for case, _ in before}
+    for (case, mode), was in before.items():
+        now = after.get((case, mode))
+        if was is Verdict.PASS and now is not Verdict.PASS:
+            flips[case][BROKEN].append(mode)
+        elif was is not Verdict.PASS and now is Verdict.PASS:
+            flips[case][FIXED].append(mode)
+    return flips
+
+
+def outcome(modes: Mapping[str, list[str]]) -> str:
+    return BROKEN if modes[BROKEN] else FIXED if modes[FIXED] else UNCHANGED
+
+
+def verify(adapter: Adapter, change: Change, fixtures: list[Fixture], directory: Path,
+           chunkings: Iterable[str]) -> dict[str, dict[str, list[str]]]:
+    """Replay ``fixtures`` through the release (``DIR/base/ENGINE``) and through it with ``change``
+    (``DIR/change/ENGINE``); the per-fixture comparison."""
+    chunkings = list(chunkings)
+    changed = attrs.evolve(adapter, change=change.folder)
+    replay_engine(adapter, fixtures, directory / "base" / adapter.engine, chunkings)
+    replay_engine(changed, fixtures, directory / "change" / adapter.engine, chunkings)
+    return compare(verdicts(directory / "base" / adapter.engine), verdicts(directory / "change" / adapter.engine))

@@ -1,0 +1,100 @@
+"""toolmatrix replay-verify on SGLang's installed release with small real diffs of its repository: one that fixes a
+fixture (SGLang's GLM-4.5 reasoning parser keeping the ``\\n<think>`` a GLM-4.5 turn opens with: triage E11), one
+that breaks one (Qwen2.5's call opener misspelt), the same fix as a source checkout, and a diff with nothing in the
+package. Skipped where SGLang's parser env is missing, unless TOOLMATRIX_REQUIRE_ENGINES=1 (CI)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from toolmatrix.cli import main
+from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
+from toolmatrix.replay.session import adapters
+from toolmatrix.replay.verify import site_packages
+from toolmatrix.serving.registry import data_root
+
+FIX = """\
+--- a/python/sglang/srt/parser/reasoning_parser.py
++++ b/python/sglang/srt/parser/reasoning_parser.py
+@@ -170,3 +170,3 @@
+         think_start_text = self.think_start_token + self.think_start_self_label
+-        processed_text = text
++        processed_text = text.lstrip("\\n") if text.lstrip("\\n").startswith(think_start_text) else text
+         while processed_text.startswith(think_start_text):
+"""
+BREAK = """\
+--- a/python/sglang/srt/function_call/qwen25_detector.py
++++ b/python/sglang/srt/function_call/qwen25_detector.py
+@@ -37,3 +37,3 @@
+         super().__init__()
+-        self.bot_token = "<tool_call>\\n"
++        self.bot_token = "<tool_calls>\\n"
+         self.eot_token = "\\n</tool_call>"
+"""
+DOCS = "--- a/docs/index.md\n+++ b/docs/index.md\n@@ -1 +1 @@\n-a\n+b\n"
+FIXTURES = ("glm45.choose.time_not_weather.think", "hermes.choose.time_not_weather.plain")
+
+
+@pytest.fixture(scope="module")
+def sglang():
+    (adapter,) = adapters(["sglang"])
+    if adapter.ready() is not None:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail(adapter.ready())
+        pytest.skip(adapter.ready())
+    return adapter
+
+
+@pytest.fixture
+def fixtures(tmp_path: Path) -> Path:
+    chosen = [f for f in load_fixtures(data_root() / "results" / "replay" / "fixtures.jsonl") if f.id in FIXTURES]
+    dump_fixtures(chosen, tmp_path / "fx.jsonl")
+    return tmp_path / "fx.jsonl"
+
+
+def verify(tmp_path: Path, capsys, *change: str) -> tuple[int, str, str]:
+    status = main(["replay-verify", "--engine", "sglang", *change, "--fixtures", str(tmp_path / "fx.jsonl"),
+                   "--results-dir", str(tmp_path / "out"), "--chunking", "token"])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_diff_that_fixes_a_fixture_says_so_and_exits_0(sglang, fixtures, tmp_path, capsys) -> None:
+    (tmp_path / "fix.diff").write_text(FIX)
+    status, out, _ = verify(tmp_path, capsys, "--patch", str(tmp_path / "fix.diff"))
+    assert status == 0, out
+    assert "fixed: glm45.choose.time_not_weather.think (nonstream, stream:token)" in out
+    assert "1 fixed, 0 broken, 1 unchanged of 2 fixtures" in out
+    assert (tmp_path / "out" / "base" / "sglang" / "results.jsonl").is_file()
+    # The cached environment is never changed: the installed file is as it was.
+    installed = site_packages(sglang) / "sglang" / "srt" / "parser" / "reasoning_parser.py"
+    assert "processed_text = text\n" in installed.read_text()
+
+
+def test_a_diff_that_breaks_a_fixture_that_passed_exits_1(sglang, fixtures, tmp_path, capsys) -> None:
+    (tmp_path / "break.diff").write_text(BREAK + DOCS)
+    status, out, err = verify(tmp_path, capsys, "--patch", str(tmp_path / "break.diff"))
+    assert status == 1
+    assert "broken: hermes.choose.time_not_weather.plain (nonstream, stream:token)" in out
+    assert "not applied (outside sglang): b/docs/index.md" in err
+
+
+def test_a_source_checkout_with_the_fix_is_verified_the_same(sglang, fixtures, tmp_path, capsys) -> None:
+    checkout = tmp_path / "sglang-checkout"
+    shutil.copytree(site_packages(sglang) / "sglang", checkout / "python" / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["patch", "-p1", "-s", "-d", str(checkout)], input=FIX, text=True, check=True)
+    status, out, _ = verify(tmp_path, capsys, "--source", str(checkout))
+    assert status == 0 and "fixed: glm45.choose.time_not_weather.think" in out
+
+
+def test_a_diff_with_nothing_in_the_package_is_refused_in_one_line(sglang, fixtures, tmp_path, capsys) -> None:
+    (tmp_path / "docs.diff").write_text(DOCS)
+    status, _, err = verify(tmp_path, capsys, "--patch", str(tmp_path / "docs.diff"))
+    assert status == 2
+    assert err.startswith("toolmatrix replay-verify: ") and "none of its files is in sglang's installed" in err
