@@ -5,6 +5,7 @@ package. Skipped where SGLang's parser env is missing, unless TOOLMATRIX_REQUIRE
 
 from __future__ import annotations
 
+import difflib
 import os
 import shutil
 import subprocess
@@ -98,3 +99,36 @@ def test_a_diff_with_nothing_in_the_package_is_refused_in_one_line(sglang, fixtu
     status, _, err = verify(tmp_path, capsys, "--patch", str(tmp_path / "docs.diff"))
     assert status == 2
     assert err.startswith("toolmatrix replay-verify: ") and "none of its files is in sglang's installed" in err
+
+
+# engine -> (its file, as the package lays it out, the line to change, the change): each misspells the opener of
+# the parser that reads Hermes calls on that engine, a one-line diff of the engine's own repository.
+BREAKS = {
+    "vllm": ("vllm/tool_parsers/hermes_tool_parser.py", 'tool_call_start_token: str = "<tool_call>"',
+             'tool_call_start_token: str = "<tool_calls>"'),
+    "lmdeploy": ("lmdeploy/serve/openai/tool_parser/qwen3_parser.py", "self.tool_start_token = '<tool_call>'",
+                 "self.tool_start_token = '<tool_calls>'"),
+    "mlxlm": ("mlx_lm/tool_parsers/json_tools.py", 'tool_call_start = "<tool_call>"',
+              'tool_call_start = "<tool_calls>"'),
+    "transformers": ("transformers/cli/serving/utils.py", '"open_pattern": r"\\s*<tool_call>",',
+                     '"open_pattern": r"\\s*<tool_calls>",'),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(BREAKS))
+def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine, fixtures, tmp_path, capsys) -> None:
+    """The same on each Python engine: a copy of its installed package, the diff laid over it, the break found."""
+    (adapter,) = adapters([engine])
+    if adapter.ready() is not None:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail(adapter.ready())
+        pytest.skip(adapter.ready())
+    path, old, new = BREAKS[engine]
+    lines = (site_packages(adapter) / path).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert sum(old in line for line in lines) == 1, f"{engine}: the line to change moved in its release"
+    changed = [line.replace(old, new) for line in lines]
+    (tmp_path / "break.diff").write_text("".join(difflib.unified_diff(lines, changed, f"a/src/{path}", f"b/src/{path}")))
+    status = main(["replay-verify", "--engine", engine, "--patch", str(tmp_path / "break.diff"), "--fixtures",
+                   str(fixtures), "--results-dir", str(tmp_path / "out"), "--chunking", "whole"])
+    out = capsys.readouterr().out
+    assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in out, out  # LMDeploy: streamed only
