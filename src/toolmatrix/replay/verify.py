@@ -2,13 +2,15 @@
 same release with the change laid over it, fixture by fixture: fixed, broken, unchanged.
 
 The change is a unified diff (a pull request's ``.diff``) or a source folder (a checkout of the engine). Either way
-it becomes a copy of the engine's installed package with the change in it, first on the worker's ``PYTHONPATH``
+it becomes a copy of the engine's installed package with the change in it (for a diff, links to the installed
+files and real copies of the changed ones), first on the worker's ``PYTHONPATH``
 (as an ``ENGINE@VERSION`` overlay is): the cached environment is never touched. A diff is applied with ``patch``,
 file by file, each file found in the installed package by the longest tail of its path; files outside the package
 (tests, docs, build files) are listed as not applied."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -92,9 +94,11 @@ def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
         if strip is None:
             skipped.append(path)
             continue
-        top = path.split("/")[strip]
-        if not (folder / top).exists():
-            shutil.copytree(site / top, folder / top, ignore=shutil.ignore_patterns("__pycache__"))
+        top, inside = path.split("/")[strip], "/".join(path.split("/")[strip:])
+        if not (folder / top).exists():  # a tree of links to the installed files: vLLM's package is 0.5 GB
+            shutil.copytree(site / top, folder / top, copy_function=os.symlink,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        _own_copy(folder / inside, site / inside)
         done = subprocess.run(["patch", f"-p{strip}", "--batch", "--forward", "-d", str(folder)], input=part,
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -105,6 +109,15 @@ def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
         raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s installed {adapter.replay.package} "
                           f"({', '.join(tops)}): {', '.join(skipped) or 'no file at all'}")
     return Change(folder, tuple(applied), tuple(skipped))
+
+
+def _own_copy(link: Path, installed: Path) -> None:
+    """The file a hunk changes made a real copy of the installed one, so that patching it never writes through the
+    link into the cached environment (a new file has neither)."""
+    if link.is_symlink():
+        link.unlink()
+    if installed.is_file():
+        shutil.copyfile(installed, link)
 
 
 def from_source(adapter: Adapter, source: Path, work: Path) -> Change:
