@@ -132,3 +132,28 @@ def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine,
                    str(fixtures), "--results-dir", str(tmp_path / "out"), "--chunking", "whole"])
     out = capsys.readouterr().out
     assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in out, out  # LMDeploy: streamed only
+
+
+def test_a_public_fix_is_reproduced_from_its_diff(tmp_path: Path, capsys) -> None:
+    """sgl-project/sglang#18102, as results/verify/sglang-18102/ shows it: 0.5.9 with the parsers' diff to 0.5.10
+    reads the fixture 0.5.10 reads right. Both releases are the overlays `replay-install --bugs` lays down."""
+    old, new = (adapters([f"sglang@{v}"])[0] for v in ("0.5.9", "0.5.10"))
+    why = old.ready() or new.ready()
+    if why is not None:
+        if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    for side, adapter in (("a", old), ("b", new)):
+        shutil.copytree(site_packages(adapter) / "sglang" / "srt" / "function_call",
+                        tmp_path / side / "python" / "sglang" / "srt" / "function_call",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    diff = subprocess.run(["diff", "-ruN", "a/python/sglang/srt/function_call", "b/python/sglang/srt/function_call"],
+                          cwd=tmp_path, capture_output=True, text=True).stdout
+    (tmp_path / "fix.diff").write_text(diff)
+    bugs = [f for f in load_fixtures(Path(__file__).parents[2] / "src" / "toolmatrix" / "data" / "bugs.jsonl")
+            if f.id.startswith("sglang-18102.")]
+    dump_fixtures(bugs, tmp_path / "fx.jsonl")
+    status = main(["replay-verify", "--engine", "sglang@0.5.9", "--patch", str(tmp_path / "fix.diff"), "--fixtures",
+                   str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out"), "--chunking", "token"])
+    out = capsys.readouterr().out
+    assert status == 0 and "fixed: sglang-18102.qwen25.parallel_stream (stream:token)" in out, out

@@ -44,7 +44,10 @@ class Change:
 
 
 def site_packages(adapter: Adapter) -> Path:
-    """The engine environment's site-packages (the replay env, not ours)."""
+    """Where the engine's package is installed: an ENGINE@VERSION overlay's folder, else the replay env's
+    site-packages (not ours)."""
+    if adapter.overlay_dir is not None:
+        return adapter.overlay_dir
     found = sorted(adapter.env_dir.glob("lib/python*/site-packages"))
     if not found:
         raise ChangeError(f"{adapter.engine}: no Python environment at {adapter.env_dir} to lay a change over "
