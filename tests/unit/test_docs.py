@@ -328,6 +328,8 @@ ONLY_PARSED = {
     "toolmatrix replay-triage results/replay": "would rewrite the committed results/replay/TRIAGE.md",
     "toolmatrix replay-bugs": "replays through the engine versions `replay-install --bugs` lays down",
     "toolmatrix releases": "reads PyPI (network); tests/unit/test_releases.py runs it against a stand-in index",
+    "toolmatrix verify-workflow": "writes into an engine's repository; tests/unit/test_executors.py runs it for "
+                                  "every Python engine and lints what it writes",
     "toolmatrix replay-repro --triage": "renders through the installed parser environments; "
                                         "tests/integration/test_replay_repro_run.py holds results/replay/repro/ to it",
     "toolmatrix matrix build shards": "reads the shards a fan-out collected",

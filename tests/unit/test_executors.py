@@ -304,3 +304,25 @@ def test_a_job_ends_at_its_deadline_and_fails_at_once_on_a_broken_shard():
     assert spec["activeDeadlineSeconds"] > 1800 and spec["backoffLimit"] == 1
     assert {"action": "FailJob", "onExitCodes": {"containerName": "toolmatrix", "operator": "NotIn", "values": [0]}} \
         in spec["podFailurePolicy"]["rules"]
+
+
+# -- the verify workflow an engine's repository adds ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "lmdeploy", "mlxlm", "transformers"])
+def test_the_verify_workflow_of_each_python_engine_passes_actionlint(tmp_path, engine):
+    """Runs on a pull request touching the engine's parser files, verifies its diff, comments, fails on a break."""
+    path = tmp_path / "verify.yml"
+    assert main(["verify-workflow", "--engine", engine, "-o", str(path)]) == 0
+    lint = actionlint(path)
+    assert (lint.returncode, lint.stdout + lint.stderr) == (0, "")
+    data = yaml.safe_load(path.read_text())
+    assert data["on"]["pull_request"]["paths"] and data["permissions"]["pull-requests"] == "write"
+    steps = data["jobs"]["verify"]["steps"]
+    assert any("toolmatrix replay-verify --engine" in step.get("run", "") for step in steps)
+    assert any(step.get("run", "").startswith("gh pr comment") for step in steps)
+
+
+def test_an_engine_whose_spec_names_no_parser_files_gets_no_workflow(capsys):
+    assert main(["verify-workflow", "--engine", "dynamo"]) == 2
+    assert "dynamo: its spec names no replay.parser_paths" in capsys.readouterr().err

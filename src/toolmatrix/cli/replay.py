@@ -110,6 +110,23 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 1 if by[BROKEN] else 0
 
 
+def _cmd_verify_workflow(args: argparse.Namespace) -> int:
+    from toolmatrix.base.atomic import write_text
+    from toolmatrix.scale.executors.verify_workflow import verify_workflow
+    from toolmatrix.serving.registry import registry
+
+    _known_engine(args.engine)
+    try:
+        text = verify_workflow(registry().engines[args.engine], "toolmatrix " + " ".join(args.argv))
+    except ValueError as exc:
+        raise ToolmatrixError(str(exc)) from None
+    if args.output is None:
+        print(text, end="")
+    else:
+        write_text(args.output, text)
+    return 0
+
+
 def _pinned_engine(engine: str) -> str | None:
     """The pinned version of the engine's parser package; a ToolmatrixError where the engine cannot be swept
     here."""
@@ -476,6 +493,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="writes DIR/base/ENGINE and DIR/change/ENGINE")
     verify.add_argument("--chunking", action="append", choices=("whole", "token", "special", "random"))
     verify.set_defaults(func=_cmd_verify)
+    flow = sub.add_parser(
+        "verify-workflow", help="write the GitHub Actions workflow an engine's repository adds to verify its PRs",
+        description="Write a GitHub Actions workflow for an engine's own repository: on a pull request that touches "
+                    "its parser files (replay.parser_paths in its spec), replay the fixture set through the last "
+                    "release with and without the pull request's diff (toolmatrix replay-verify), comment the flips "
+                    "on the pull request and fail when a fixture that passed breaks.")
+    flow.add_argument("--engine", required=True, metavar="E", help="an engine with a replay adapter")
+    flow.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here (default: standard output)")
+    flow.set_defaults(func=_cmd_verify_workflow)
 
     replay = sub.add_parser(
         "replay", help="replay fixtures through engines' own output parsers (no GPU, no model)",

@@ -183,6 +183,7 @@ class ReplaySpec:
     tool_flag: str = "--tool-call-parser"
     reasoning_flag: str = "--reasoning-parser"
     gguf: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # llama.cpp: family -> its GGUF's template
+    parser_paths: tuple[str, ...] = ()  # the engine repository's parser files (a folder ends in /)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplaySpec | None:
@@ -191,6 +192,7 @@ class ReplaySpec:
             return None
         return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "processes", "tool_flag",
                                                                "reasoning_flag", "gguf"),
+                   parser_paths=tuple(data.get("parser_paths", ())),
                    pip=tuple(tuple(step) for step in data.get("pip", ())))
 
 
