@@ -71,9 +71,10 @@ def replay_release(spec: EngineSpec) -> dict[str, str]:
 
 
 def published_releases(engine_id: str) -> dict[str, str]:
-    """The engine versions the committed runs under results/ report."""
+    """The engine versions the committed runs under results/ report; a verification's runs (results/verify) are at
+    the release it verifies, by design, and pin nothing."""
     found = {}
-    for path in sorted(RESULTS.rglob("run.json")):
+    for path in sorted(p for p in RESULTS.rglob("run.json") if p.relative_to(RESULTS).parts[0] != "verify"):
         engine = json.loads(path.read_text())["engine"]
         if engine["id"] == engine_id and engine.get("version") and engine["version"] != UNRECORDED:
             found[str(path.relative_to(RESULTS))] = engine["version"]
