@@ -15,6 +15,7 @@ import pytest
 
 from toolmatrix.cli import main
 from toolmatrix.replay.fixtures import dump_fixtures, load_fixtures
+from toolmatrix.replay.generate import generate
 from toolmatrix.replay.session import adapters
 from toolmatrix.replay.verify import site_packages
 from toolmatrix.serving.registry import data_root
@@ -134,26 +135,40 @@ def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine,
     assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in out, out  # LMDeploy: streamed only
 
 
-def test_a_public_fix_is_reproduced_from_its_diff(tmp_path: Path, capsys) -> None:
-    """sgl-project/sglang#18102, as results/verify/sglang-18102/ shows it: 0.5.9 with the parsers' diff to 0.5.10
-    reads the fixture 0.5.10 reads right. Both releases are the overlays `replay-install --bugs` lays down."""
-    old, new = (adapters([f"sglang@{v}"])[0] for v in ("0.5.9", "0.5.10"))
+# engine -> (the release a public fix came after, the one it shipped in, the parser folder of the package, the
+# fixture it fixed: from the public bug fixtures, else generated from the case library)
+PUBLIC_FIXES = {
+    "sglang": ("0.5.9", "0.5.10", "sglang/srt/function_call", "sglang-18102.qwen25.parallel_stream"),
+    "mlxlm": ("0.32.0", "0.32.1", "mlx_lm/tool_parsers", "qwen3_coder.fuzz.1.29.plain"),
+}
+
+
+def _fixture(fixture_id: str) -> list:
+    bugs = load_fixtures(Path(__file__).parents[2] / "src" / "toolmatrix" / "data" / "bugs.jsonl")
+    found = [f for f in bugs if f.id == fixture_id]
+    return found or [f for f in generate([data_root() / "cases"], [fixture_id.split(".")[0]]) if f.id == fixture_id]
+
+
+@pytest.mark.parametrize("engine", sorted(PUBLIC_FIXES))
+def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, capsys) -> None:
+    """The old release with its parsers' diff to the fixing one reads the fixture the fixing one reads right:
+    sgl-project/sglang#18102 (results/verify/sglang-18102/ shows it) and MLX-LM 0.32.1's Qwen3-Coder fix."""
+    old_version, new_version, folder, fixture_id = PUBLIC_FIXES[engine]
+    old, new = (adapters([f"{engine}@{v}"])[0] for v in (old_version, new_version))
     why = old.ready() or new.ready()
     if why is not None:
         if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
             pytest.fail(why)
         pytest.skip(why)
     for side, adapter in (("a", old), ("b", new)):
-        shutil.copytree(site_packages(adapter) / "sglang" / "srt" / "function_call",
-                        tmp_path / side / "python" / "sglang" / "srt" / "function_call",
+        shutil.copytree(site_packages(adapter) / folder, tmp_path / side / folder,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    diff = subprocess.run(["diff", "-ruN", "a/python/sglang/srt/function_call", "b/python/sglang/srt/function_call"],
-                          cwd=tmp_path, capture_output=True, text=True).stdout
+    diff = subprocess.run(["diff", "-ruN", f"a/{folder}", f"b/{folder}"], cwd=tmp_path, capture_output=True,
+                          text=True).stdout
     (tmp_path / "fix.diff").write_text(diff)
-    bugs = [f for f in load_fixtures(Path(__file__).parents[2] / "src" / "toolmatrix" / "data" / "bugs.jsonl")
-            if f.id.startswith("sglang-18102.")]
-    dump_fixtures(bugs, tmp_path / "fx.jsonl")
-    status = main(["replay-verify", "--engine", "sglang@0.5.9", "--patch", str(tmp_path / "fix.diff"), "--fixtures",
-                   str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out"), "--chunking", "token"])
+    dump_fixtures(_fixture(fixture_id), tmp_path / "fx.jsonl")
+    status = main(["replay-verify", "--engine", f"{engine}@{old_version}", "--patch", str(tmp_path / "fix.diff"),
+                   "--fixtures", str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out"),
+                   "--chunking", "token"])
     out = capsys.readouterr().out
-    assert status == 0 and "fixed: sglang-18102.qwen25.parallel_stream (stream:token)" in out, out
+    assert status == 0 and f"fixed: {fixture_id} (" in out and "0 broken" in out, out
