@@ -135,11 +135,13 @@ def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine,
     assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in out, out  # LMDeploy: streamed only
 
 
-# engine -> (the release a public fix came after, the one it shipped in, the parser folder of the package, the
-# fixture it fixed: from the public bug fixtures, else generated from the case library)
+# engine -> (the release a public fix came after, the one it shipped in (None: the pinned one), the parser folder of
+# the package, a fixture it fixed: from the public bug fixtures, else generated from the case library)
 PUBLIC_FIXES = {
     "sglang": ("0.5.9", "0.5.10", "sglang/srt/function_call", "sglang-18102.qwen25.parallel_stream"),
     "mlxlm": ("0.32.0", "0.32.1", "mlx_lm/tool_parsers", "qwen3_coder.fuzz.1.29.plain"),
+    # transformers 5.23's serve hands the request's tools to its response parser, which types Qwen3-Coder values
+    "transformers": ("5.22.0", None, "transformers/cli/serving", "qwen3_coder.variant.nested"),
 }
 
 
@@ -152,9 +154,10 @@ def _fixture(fixture_id: str) -> list:
 @pytest.mark.parametrize("engine", sorted(PUBLIC_FIXES))
 def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, capsys) -> None:
     """The old release with its parsers' diff to the fixing one reads the fixture the fixing one reads right:
-    sgl-project/sglang#18102 (results/verify/sglang-18102/ shows it) and MLX-LM 0.32.1's Qwen3-Coder fix."""
+    sgl-project/sglang#18102 (results/verify/sglang-18102/ shows it), MLX-LM 0.32.1's Qwen3-Coder fix and
+    transformers 5.23's typed Qwen3-Coder values."""
     old_version, new_version, folder, fixture_id = PUBLIC_FIXES[engine]
-    old, new = (adapters([f"{engine}@{v}"])[0] for v in (old_version, new_version))
+    old, new = (adapters([f"{engine}@{v}" if v else engine])[0] for v in (old_version, new_version))
     why = old.ready() or new.ready()
     if why is not None:
         if os.environ.get("TOOLMATRIX_REQUIRE_ENGINES") == "1":
@@ -172,3 +175,12 @@ def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, c
                    "--chunking", "token"])
     out = capsys.readouterr().out
     assert status == 0 and f"fixed: {fixture_id} (" in out and "0 broken" in out, out
+    # The same as a source folder: a checkout holding the fixing release's package.
+    top = folder.split("/")[0]
+    shutil.copytree(site_packages(new) / top, tmp_path / "checkout" / "src" / top,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    status = main(["replay-verify", "--engine", f"{engine}@{old_version}", "--source", str(tmp_path / "checkout"),
+                   "--fixtures", str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out2"),
+                   "--chunking", "token"])
+    out = capsys.readouterr().out
+    assert status == 0 and f"fixed: {fixture_id} (" in out, out
