@@ -136,12 +136,15 @@ def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine,
 
 
 # engine -> (the release a public fix came after, the one it shipped in (None: the pinned one), the parser folder of
-# the package, a fixture it fixed: from the public bug fixtures, else generated from the case library)
+# the package, a fixture it fixed (from the public bug fixtures, else generated from the case library), the chunking
+# that shows it)
 PUBLIC_FIXES = {
-    "sglang": ("0.5.9", "0.5.10", "sglang/srt/function_call", "sglang-18102.qwen25.parallel_stream"),
-    "mlxlm": ("0.32.0", "0.32.1", "mlx_lm/tool_parsers", "qwen3_coder.fuzz.1.29.plain"),
+    "sglang": ("0.5.9", "0.5.10", "sglang/srt/function_call", "sglang-18102.qwen25.parallel_stream", "token"),
+    "mlxlm": ("0.32.0", "0.32.1", "mlx_lm/tool_parsers", "qwen3_coder.fuzz.1.29.plain", "token"),
     # transformers 5.23's serve hands the request's tools to its response parser, which types Qwen3-Coder values
-    "transformers": ("5.22.0", None, "transformers/cli/serving", "qwen3_coder.variant.nested"),
+    "transformers": ("5.22.0", None, "transformers/cli/serving", "qwen3_coder.variant.nested", "token"),
+    # LMDeploy 0.12.1's streaming cursor: several calls in one streamed step
+    "lmdeploy": ("0.12.0", None, "lmdeploy/serve/openai", "hermes.variant.three_calls", "random"),
 }
 
 
@@ -154,9 +157,9 @@ def _fixture(fixture_id: str) -> list:
 @pytest.mark.parametrize("engine", sorted(PUBLIC_FIXES))
 def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, capsys) -> None:
     """The old release with its parsers' diff to the fixing one reads the fixture the fixing one reads right:
-    sgl-project/sglang#18102 (results/verify/sglang-18102/ shows it), MLX-LM 0.32.1's Qwen3-Coder fix and
-    transformers 5.23's typed Qwen3-Coder values."""
-    old_version, new_version, folder, fixture_id = PUBLIC_FIXES[engine]
+    sgl-project/sglang#18102 (results/verify/sglang-18102/ shows it), MLX-LM 0.32.1's Qwen3-Coder fix,
+    transformers 5.23's typed Qwen3-Coder values and LMDeploy 0.12.1's streaming cursor."""
+    old_version, new_version, folder, fixture_id, chunking = PUBLIC_FIXES[engine]
     old, new = (adapters([f"{engine}@{v}" if v else engine])[0] for v in (old_version, new_version))
     why = old.ready() or new.ready()
     if why is not None:
@@ -172,7 +175,7 @@ def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, c
     dump_fixtures(_fixture(fixture_id), tmp_path / "fx.jsonl")
     status = main(["replay-verify", "--engine", f"{engine}@{old_version}", "--patch", str(tmp_path / "fix.diff"),
                    "--fixtures", str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out"),
-                   "--chunking", "token"])
+                   "--chunking", chunking])
     out = capsys.readouterr().out
     assert status == 0 and f"fixed: {fixture_id} (" in out and "0 broken" in out, out
     # The same as a source folder: a checkout holding the fixing release's package.
@@ -181,6 +184,6 @@ def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, c
                     ignore=shutil.ignore_patterns("__pycache__"))
     status = main(["replay-verify", "--engine", f"{engine}@{old_version}", "--source", str(tmp_path / "checkout"),
                    "--fixtures", str(tmp_path / "fx.jsonl"), "--results-dir", str(tmp_path / "out2"),
-                   "--chunking", "token"])
+                   "--chunking", chunking])
     out = capsys.readouterr().out
     assert status == 0 and f"fixed: {fixture_id} (" in out, out
