@@ -133,6 +133,13 @@ def test_every_python_engine_takes_a_change_that_breaks_its_hermes_calls(engine,
                    str(fixtures), "--results-dir", str(tmp_path / "out"), "--chunking", "whole"])
     out = capsys.readouterr().out
     assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in out, out  # LMDeploy: streamed only
+    # The same change as a source folder: a checkout of the package with that one line changed.
+    top = path.split("/")[0]
+    shutil.copytree(site_packages(adapter) / top, tmp_path / "checkout" / top, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "checkout" / path).write_text("".join(changed), encoding="utf-8")
+    status = main(["replay-verify", "--engine", engine, "--source", str(tmp_path / "checkout"), "--fixtures",
+                   str(fixtures), "--results-dir", str(tmp_path / "out2"), "--chunking", "whole"])
+    assert status == 1 and "broken: hermes.choose.time_not_weather.plain (" in capsys.readouterr().out
 
 
 # engine -> (the release a public fix came after, the one it shipped in (None: the pinned one), the parser folder of
