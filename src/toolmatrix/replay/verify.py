@@ -90,6 +90,8 @@ def _installed_tail(path: str, site: Path, tops: list[str]) -> int | None:
 def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
     """The engine's package copied into ``work`` and ``diff`` applied there, file by file."""
     site, tops = package_dirs(adapter)
+    if shutil.which("patch") is None:
+        raise ChangeError("--patch needs GNU patch on the PATH (Debian and Ubuntu: apt install patch)")
     folder = work / "change"
     applied, skipped = [], []
     for path, part in file_diffs(diff.read_text(encoding="utf-8")):
