@@ -20,6 +20,7 @@ import attrs
 from packaging.version import InvalidVersion, Version
 
 from toolmatrix.replay.releases import INDEX, ReleaseError, fetch_releases
+from toolmatrix.serving.launchers.docker import split_image
 from toolmatrix.serving.registry import EngineSpec
 
 _VERSION = re.compile(r"\d+(?:\.\d+)*(?:(?:a|b|rc|\.post|\.dev)\d+)?")
@@ -97,11 +98,10 @@ def _image_pins(spec: EngineSpec) -> Iterator[Pin]:
             yield Pin("image (local build)", image, version_in(fixed.group(1)) if fixed else None,
                       pinned=bool(fixed or _COMMIT.search(recipe)))
             continue
-        name, _, tag = image.rpartition(":") if ":" in image.rpartition("/")[2] else (image, "", "")
         if "@sha256:" in image:
             yield Pin("image", image, None)
         else:
-            version = version_in(tag)
+            version = version_in(split_image(image)[1])  # an untagged image is latest: no release
             yield Pin("image", image, version, pinned=version is not None)
 
 
