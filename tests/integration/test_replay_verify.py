@@ -194,3 +194,11 @@ def test_a_public_fix_is_reproduced_from_its_diff(engine: str, tmp_path: Path, c
                    "--chunking", chunking])
     out = capsys.readouterr().out
     assert status == 0 and f"fixed: {fixture_id} (" in out, out
+
+
+def test_a_diff_that_does_not_apply_to_the_release_is_refused_in_one_line(sglang, fixtures, tmp_path, capsys) -> None:
+    """A pull request made against another release: patch's own words, nothing replayed."""
+    (tmp_path / "stale.diff").write_text(BREAK.replace("-        self.bot_token", "-        self.start_token"))
+    status, _, err = verify(tmp_path, capsys, "--patch", str(tmp_path / "stale.diff"))
+    assert status == 2 and err.startswith("toolmatrix replay-verify: ") and "does not apply" in err, err
+    assert not (tmp_path / "out").exists()
