@@ -110,6 +110,24 @@ def test_sigterm_stops_the_running_pair_and_starts_no_other(tmp_path):
     assert run["exit_status"] == "interrupted" and check_results(tmp_path / "r" / "gemma3-270m@llamacpp") == []
 
 
+def test_a_signal_before_the_first_case_leaves_an_interrupted_run_not_a_complete_one(tmp_path):
+    # The engine is up and announced, but a later plugin's sessionstart is still running (slow on a loaded CI
+    # machine): pytest then skips sessionfinish, and the run must still not call itself complete.
+    (tmp_path / "slow_start.py").write_text("import time, pytest\n\n@pytest.hookimpl(trylast=True)\n"
+                                            "def pytest_sessionstart(session):\n    time.sleep(5)\n")
+    env = {**os.environ, **stand_in(tmp_path, "llamacpp")}
+    with interruptible(pytest_cmd("-p", "slow_start", *SUBSET, "--engine=llamacpp", "--model=gemma3-270m",
+                                  "--results-dir", str(tmp_path / "r")),
+                       cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        read_until(proc, "ready at", 120)
+        time.sleep(1)  # inside the slow sessionstart
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert run["exit_status"] == "interrupted" and check_results(tmp_path / "r") == []
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--engine=llamacpp,nope", "--model=gemma3-270m"], "--engine 'nope': unknown engine"),
     (["--engine=llamacpp", "--model=gemma3-270m,nope"], "--model 'nope': unknown model"),

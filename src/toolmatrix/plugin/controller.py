@@ -151,7 +151,13 @@ class Controller:
         verdicts = self.state.verdicts
         return bool(verdicts) and all(p.verdict == Verdict.ERROR and p.blame == Blame.INFRA for p in verdicts)
 
+    def pytest_keyboard_interrupt(self) -> None:
+        # Also reached when the interrupt lands in a later plugin's sessionstart, where sessionfinish never runs.
+        self.exit_status = ExitStatus.INTERRUPTED
+
     def pytest_unconfigure(self) -> None:
+        if self.state.writers and self.exit_status == ExitStatus.COMPLETE:  # sessionfinish never ran: not complete
+            self.exit_status = ExitStatus.INTERNAL_ERROR
         self.finish()  # also reached when sessionstart failed half-way
 
     def finish(self) -> None:
