@@ -83,10 +83,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     import tempfile
 
+    from toolmatrix.matrix.verifypage import write_verify_page
     from toolmatrix.replay.feeder import CHUNKINGS
     from toolmatrix.replay.fixtures import load_fixtures
     from toolmatrix.replay.session import adapters
-    from toolmatrix.replay.verify import BROKEN, FIXED, UNCHANGED, from_patch, from_source, outcome, verify
+    from toolmatrix.replay.verify import BROKEN, FIXED, UNCHANGED, from_patch, from_source, verify
 
     _known_engine(args.engine.partition("@")[0])
     fixtures = load_fixtures(args.fixtures)
@@ -100,14 +101,16 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         for path in change.not_applied:
             print(f"not applied (outside {adapter.replay.package}): {path}", file=sys.stderr)
         flips = verify(adapter, change, fixtures, args.results_dir, args.chunking or CHUNKINGS)
-    by = {kind: sorted(f for f, modes in flips.items() if outcome(modes) == kind) for kind in (FIXED, BROKEN, UNCHANGED)}
-    for kind in (BROKEN, FIXED):
-        for fixture in by[kind]:
-            print(f"{kind}: {fixture} ({', '.join(flips[fixture][kind])})")
-    print(f"{adapter.name} with the change ({', '.join(change.applied)}): {len(by[FIXED])} fixed, "
-          f"{len(by[BROKEN])} broken, {len(by[UNCHANGED])} unchanged of {len(flips)} fixtures; the records: "
+    report, page = write_verify_page(args.results_dir, adapter.engine, change, flips)
+    for entry in report["fixtures"]:  # broken first, then fixed, then unchanged
+        if entry["outcome"] != UNCHANGED:
+            print(f"{entry['outcome']}: {entry['id']} ({', '.join(entry[entry['outcome']])})")
+    counts = report["counts"]
+    print(f"{adapter.name} with the change ({', '.join(change.applied)}): {counts[FIXED]} fixed, "
+          f"{counts[BROKEN]} broken, {counts[UNCHANGED]} unchanged of {counts['fixtures']} fixtures; the records: "
           f"{args.results_dir / 'base'} and {args.results_dir / 'change'}")
-    return 1 if by[BROKEN] else 0
+    print(f"the page: {page} (its data: {args.results_dir / 'verify.json'})")
+    return report["exit_status"]
 
 
 def _cmd_verify_workflow(args: argparse.Namespace) -> int:
