@@ -257,6 +257,15 @@ def test_the_diff_shows_expected_against_got_calls_as_the_records_surface_reads_
     assert '+      "name": "get_time"' in diff and '"tool_calls": []' not in diff
 
 
+def test_the_diff_of_a_replay_record_reads_the_fixtures_expected_calls():
+    got = answer(calls=[{"name": "get_weather", "arguments": {"city": "Pariss"}}])
+    replayed = {**record("single.a", "fail", body=got),
+                "expect": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+                           "content": None, "reasoning": None}}
+    diff = expectation_diff(replayed)
+    assert '-        "city": "Paris"' in diff and '+        "city": "Pariss"' in diff, diff
+
+
 @pytest.mark.parametrize("api", ["responses", "messages"])
 def test_the_diff_of_a_surface_answer_that_matches_says_so(api):
     diff = expectation_diff(record("single.a", "fail", mode="stream", api=api))

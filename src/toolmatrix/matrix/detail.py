@@ -59,7 +59,9 @@ def expectation_diff(record: dict, limit: int = BLOB_CAP) -> str:
     if message is None:
         return ""
     ordered = bool(expect.get("ordered"))
-    want: dict[str, Any] = {"tool_calls": _ordered(list(expect.get("calls") or []), ordered)}
+    # A live case's expectation names them "calls"; a replay fixture's, "tool_calls" (its expected answer).
+    expected = expect["calls"] if "calls" in expect else expect.get("tool_calls")
+    want: dict[str, Any] = {"tool_calls": _ordered(list(expected or []), ordered)}
     got = {"tool_calls": _ordered(_calls(message), ordered)}
     if expect.get("any_call"):
         want["tool_calls"] = "(any call)"
