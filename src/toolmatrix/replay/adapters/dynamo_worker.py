@@ -163,8 +163,9 @@ class Frontend:
              template_kwargs: dict | None = None) -> tuple[int, object]:
         """POST one chat completion; (status, JSON answer) or, streamed, (status, the SSE events' JSON)."""
         self.pieces = pieces
-        body = {"model": name, "messages": [{"role": "user", "content": "replay"}], "tools": tools,
-                "tool_choice": "auto", "stream": stream}
+        body: dict = {"model": name, "messages": [{"role": "user", "content": "replay"}], "stream": stream}
+        if tools:  # the readiness probe has none: Dynamo 1.6 refuses an empty array (400), as OpenAI's API does
+            body |= {"tools": tools, "tool_choice": "auto"}
         if template_kwargs:
             # Thinking as the fixture shows, under the family's own key, as a client asks it (the host's
             # chat_template_kwargs). Dynamo 1.3.0 reads the switch for its force-reasoning parsers: deepseek_r1
