@@ -2,8 +2,9 @@
 
 What a user types, in a subprocess so that xdist, signals and exit codes are the real ones:
 ``pytest --engine=llamacpp --model=qwen2.5-coder-0.5b --launcher=docker --variant=local``. The image
-``toolmatrix/llama-server:local`` is built here with no registry (``src/toolmatrix/data/build-llama-image.sh``,
-idempotent, about a second once llama-server is built); the GGUF and the chat template are mounted read-only.
+``toolmatrix/llama-server:b11434`` (tagged with the llama.cpp build it holds) is built here with no registry
+(``src/toolmatrix/data/build-llama-image.sh``, idempotent, about a second once llama-server is built); the GGUF and
+the chat template are mounted read-only.
 
 Evidence that the container is started exactly once: the Docker daemon's own event log, read back for the run's
 time window and filtered by the run's label (``toolmatrix.run=<run_id>`` from run.json) — one ``create``, one
@@ -37,7 +38,7 @@ from toolmatrix.serving.registry import load_engines, load_models
 pytestmark = pytest.mark.live  # never beside another engine: 2 cores
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "src" / "toolmatrix" / "data"
-IMAGE = "toolmatrix/llama-server:local"
+IMAGE = load_engines()["llamacpp"].docker.variants["local"]["image"]  # toolmatrix/llama-server:b11434
 MODEL = "qwen2.5-coder-0.5b"  # the embedded default
 SUBSET = "single"  # the single-call cases, both modes: small enough for 2 cores
 LONG = "many_tools or no_params or nested"  # still running a few seconds after the engine is ready

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.replay.bugs import Bug, default_file, load_bugs, pinned_version
+from toolmatrix.replay.bugs import Bug, default_file, load_bugs
 from toolmatrix.replay.feeder import tokenizer_path
 from toolmatrix.replay.fixtures import Fixture
 from toolmatrix.replay.session import adapters
@@ -63,7 +63,7 @@ def test_every_fixed_public_report_names_a_release() -> None:
 def test_bisect_finds_the_reported_fixed_release_of_a_public_bug(label: str) -> None:
     fixture, bug = _bug(label)
     # broken, fixed, pinned: the search must replay the middle one to tell which side of it the change is on.
-    versions = ",".join([bug.broken, str(bug.fixed), pinned_version(adapters(["sglang"])[0]) or ""])
+    versions = ",".join([bug.broken, str(bug.fixed), adapters(["sglang"])[0].version or ""])
     done = _toolmatrix("replay-bisect", "--engine", "sglang", "--fixture", fixture.id,
                        "--fixtures", str(default_file()), "--versions", versions)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -107,7 +107,7 @@ def test_the_gate_between_two_releases_flags_the_regression_and_lists_the_fix(tm
         pytest.skip(why)
     fixtures = tmp_path / "two.jsonl"
     fixtures.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    pinned = pinned_version(adapters(["sglang"])[0])
+    pinned = adapters(["sglang"])[0].version
     swept = _toolmatrix("replay-sweep", "--engine", "sglang", "--versions", f"0.5.10,{pinned}", "--fixtures",
                         str(fixtures), "--results-dir", str(tmp_path / "sweep"), "--chunking", "whole")
     assert swept.returncode == 0, swept.stderr[-2000:]

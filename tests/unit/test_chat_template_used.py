@@ -50,7 +50,7 @@ def test_docker_reports_the_mounted_template_and_names_a_bundled_one_without_a_h
     bundled = DockerLauncher(ENGINES["vllm"], MODELS["llama3.1"], client=object())
     assert template_of(bundled.weights_info()) == {
         "chat_template": ("/vllm-workspace/examples/tool_chat_template_llama3.1_json.jinja "
-                          "(in image vllm/vllm-openai:v0.32.0)"),
+                          "(in image vllm/vllm-openai:v0.33.0)"),
         "chat_template_sha256": None}
     neither = DockerLauncher(ENGINES["vllm"], MODELS["qwen3"], client=object())
     assert template_of(neither.weights_info()) == {"chat_template": None, "chat_template_sha256": None}

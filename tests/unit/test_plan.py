@@ -139,7 +139,7 @@ docker run -d --name toolmatrix-qwen3-vllm-4e65d3fb \\
     --ipc host \\
     -e HF_TOKEN \\
     -v /hf:/root/.cache/huggingface \\
-    vllm/vllm-openai:v0.32.0 --model Qwen/Qwen3-8B --served-model-name qwen3 --host 0.0.0.0 --port 8000 \
+    vllm/vllm-openai:v0.33.0 --model Qwen/Qwen3-8B --served-model-name qwen3 --host 0.0.0.0 --port 8000 \
 --enable-auto-tool-choice --tool-call-parser hermes --reasoning-parser qwen3"""
 
 
@@ -229,7 +229,7 @@ def test_variant_and_bridge_network(capsys):
 
 def test_local_only_image_is_labelled(capsys):
     code, out, _ = plan(capsys, "--engine", "mlc", "--model", "qwen3", "--launcher", "docker")
-    assert code == 0 and "toolmatrix/mlc-llm:local (built locally, never pulled:" in out
+    assert code == 0 and "toolmatrix/mlc-llm:0.20.dev162 (built locally, never pulled:" in out
     assert "HF://mlc-ai/Qwen3-8B-q4f16_1-MLC" in out
 
 
@@ -283,7 +283,7 @@ def test_engines_table_and_json(capsys):
     rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     assert set(rows) == set(ENGINES)
     assert rows["llamacpp"]["launchers"] == ["docker", "process"]
-    assert rows["llamacpp"]["variants"]["local"] == "toolmatrix/llama-server:local"
+    assert rows["llamacpp"]["variants"]["local"] == "toolmatrix/llama-server:b11434"
     assert rows["ollama"]["readiness"] == ["/api/version", "POST /api/pull", "POST /api/show"]
     assert rows["ollama"]["families"] == "all but gemma3" and rows["vllm"]["families"] == "21 listed"
     assert rows["tgi"]["unsupported"]["parallel_calls"].startswith("TGI's tool grammar admits one JSON object")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmatrix.replay import bugs as bugs_module
+from toolmatrix.replay.adapters import Adapter
 from toolmatrix.replay.bugs import MODES, Bug, default_file, load_bugs, versions_to_install
 from toolmatrix.replay.fixtures import FixtureError
 
@@ -64,7 +64,7 @@ def test_expected_verdict_fails_before_the_fix_and_everywhere_while_open() -> No
 
 
 def test_install_lays_over_only_the_versions_that_are_not_pinned(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(bugs_module, "pinned_version", lambda adapter: "0.5.23")
+    monkeypatch.setattr(Adapter, "version", property(lambda adapter: "0.5.23"))
     open_bug = {**GOOD, "id": "b.2", "bug": {**BUG, "broken": "0.5.23", "fixed": None}}
     assert versions_to_install(load_bugs(_write(tmp_path, GOOD, open_bug))) == ["sglang@0.5.9", "sglang@0.5.10"]
 

@@ -139,7 +139,6 @@ def _cmd_verify_workflow(args: argparse.Namespace) -> int:
 def _pinned_engine(engine: str) -> str | None:
     """The pinned version of the engine's parser package; a ToolmatrixError where the engine cannot be swept
     here."""
-    from toolmatrix.replay.bugs import pinned_version
     from toolmatrix.replay.session import adapters
 
     _known_engine(engine)
@@ -149,7 +148,7 @@ def _pinned_engine(engine: str) -> str | None:
     why = adapter.ready()
     if why is not None:
         raise ToolmatrixError(f"--engine {engine}: {why}")
-    return pinned_version(adapter)
+    return adapter.version
 
 
 def _known_engine(engine: str) -> None:

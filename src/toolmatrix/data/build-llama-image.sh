@@ -1,36 +1,63 @@
 #!/usr/bin/env bash
-# Build the local llama.cpp server image toolmatrix/llama-server:local with no registry (issue 3, item 7):
+# Build the local llama.cpp server image toolmatrix/llama-server:bNNNN with no registry (issue 3, item 7):
 # a rootfs holding the built llama-server, every library ldd lists for it (with their version symlinks), the
 # dynamic loader, a minimal /etc and /tmp, imported with `docker import`. The GGUF and the chat template are
 # not in the image: the docker launcher mounts them read-only (engines/llamacpp.yaml, variant `local`).
+# The tag names the llama.cpp build the image holds (issue 46): bNNNN is the "version" of the binaries' build
+# record, llama-server.build.json beside them (build-llama-server.sh writes it); no record, no image.
 # Idempotent: an image of the same build (binary and libraries) is kept unless --force; another build's is replaced.
-#   usage: build-llama-image.sh [--force] [LLAMA_SERVER_BINARY]
+#   usage: build-llama-image.sh [--force] [--print-image] [LLAMA_SERVER_BINARY]
 #     binary default: $TOOLMATRIX_LLAMACPP_BIN, else ${TOOLMATRIX_CACHE:-~/.cache/toolmatrix}/bin/llama-server
 #     (`toolmatrix install llamacpp` builds it there)
-#   env: TOOLMATRIX_LLAMA_IMAGE (default toolmatrix/llama-server:local)
+#     --print-image: print the image reference it would build, and stop (no docker needed)
+#   env: TOOLMATRIX_LLAMA_IMAGE (default toolmatrix/llama-server:<the build record's version>)
 set -euo pipefail
-image="${TOOLMATRIX_LLAMA_IMAGE:-toolmatrix/llama-server:local}"
 force=0
+print_image=0
 binary=""
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --print-image) print_image=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "build-llama-image.sh: unknown option $arg" >&2; exit 2 ;;
     *) binary="$arg" ;;
   esac
 done
 binary="${binary:-${TOOLMATRIX_LLAMACPP_BIN:-${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}/bin/llama-server}}"
 
-if ! docker info >/dev/null 2>&1; then
-  echo "build-llama-image.sh: no docker daemon answers (start one: start-dockerd.sh)" >&2
-  exit 1
-fi
 if [ ! -x "$binary" ]; then
   echo "build-llama-image.sh: no llama-server at $binary (build it: toolmatrix install llamacpp)" >&2
   exit 1
 fi
 binary="$(readlink -f "$binary")"
+if [ -n "${TOOLMATRIX_LLAMA_IMAGE:-}" ]; then
+  image="$TOOLMATRIX_LLAMA_IMAGE"
+else
+  # The tag is the build the binaries are, as their record says: "version": "b11434" (llama.cpp's tag).
+  record="$(dirname "$binary")/llama-server.build.json"
+  if [ ! -f "$record" ]; then
+    echo "build-llama-image.sh: no build record $record beside llama-server, so no tag that names its build" \
+         "(rebuild it: toolmatrix install llamacpp; or name the image: TOOLMATRIX_LLAMA_IMAGE)" >&2
+    exit 1
+  fi
+  build="$(sed -nE 's/.*"version": *"(b[0-9]+)".*/\1/p' "$record" | head -n 1)"
+  if [ -z "$build" ]; then
+    echo "build-llama-image.sh: $record names no llama.cpp build (\"version\": \"bNNNN\")" \
+         "(rebuild it: toolmatrix install llamacpp; or name the image: TOOLMATRIX_LLAMA_IMAGE)" >&2
+    exit 1
+  fi
+  image="toolmatrix/llama-server:$build"
+fi
+if [ "$print_image" = 1 ]; then
+  echo "$image"
+  exit 0
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  echo "build-llama-image.sh: no docker daemon answers (start one: start-dockerd.sh)" >&2
+  exit 1
+fi
 # What the image holds: the binary and every library beside it (the portable build's CPU modules among them). An
 # image of another build (an older -march=native one, say) is replaced, not kept.
 build_sha="$( (cat "$binary"; find "$(dirname "$binary")" -maxdepth 1 -name 'lib*.so*' -print0 | LC_ALL=C sort -z |
@@ -110,6 +137,10 @@ if ! env -i "$root${interp:-/lib64/ld-linux-x86-64.so.2}" --library-path "$root/
 fi
 # "version: 0.6.0-dev (build 11434, commit C)": written as the server's /props build_info is, b11434-C.
 version="$(sed -nE 's/^version: .*\(build ([0-9]+), commit ([^)]+)\).*/b\1-\2/p' "$work/version.txt" | head -n 1)"
+if [ -n "${build:-}" ] && [ "${version%%-*}" != "$build" ]; then  # the tag must name the build the binary is
+  echo "build-llama-image.sh: llama-server says it is ${version:-no build}, its record $record says $build" >&2
+  exit 1
+fi
 sha="$(sha256sum "$binary" | cut -d' ' -f1)"
 lib_path="/usr/local/bin:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64"
 

@@ -139,22 +139,13 @@ def _replay_at(adapter: Adapter, version: str, cases: list[tuple[Fixture, Bug, s
         yield from (Row(bug, f.id, version, role, exp, "worker died", str(exc)[-300:]) for f, bug, role, exp in cases)
 
 
-def pinned_version(adapter: Adapter) -> str | None:
-    """The version of the engine's parser package in its pinned env (its install record), None if not installed."""
-    for line in adapter.versions().splitlines():
-        name, _, version = line.partition("==")
-        if name.lower() == adapter.replay.package.lower() and version:
-            return version
-    return None
-
-
 def replay_bugs(bugs: list[tuple[Fixture, Bug]]) -> list[Row]:
     """Each bug at ``broken``, ``fixed`` and the pinned version (one worker per engine version)."""
     plan: dict[tuple[str, str], list[tuple[Fixture, Bug, str, str]]] = {}
     pinned: dict[str, str] = {}
     for fixture, bug in bugs:
         if bug.engine not in pinned:  # "" where the pinned env is not installed: its rows say so
-            pinned[bug.engine] = pinned_version(adapters([bug.engine])[0]) or ""
+            pinned[bug.engine] = adapters([bug.engine])[0].version or ""
         roles: dict[str, list[str]] = {}
         for role, version in (("broken", bug.broken), ("fixed", bug.fixed), ("pinned", pinned[bug.engine])):
             if version is not None:
@@ -174,7 +165,7 @@ def versions_to_install(bugs: Iterable[tuple[Fixture, Bug]]) -> list[str]:
     """``ENGINE@VERSION`` for every non-pinned version the bugs replay at (``replay-install --bugs``)."""
     names: dict[str, None] = {}
     for _, bug in bugs:
-        pinned = pinned_version(adapters([bug.engine])[0])
+        pinned = adapters([bug.engine])[0].version
         for version in (bug.broken, bug.fixed):
             if version is not None and version != pinned:
                 names[f"{bug.engine}@{version}"] = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
@@ -84,8 +85,9 @@ def version_in(text: str) -> Version | None:
 
 
 def _image_pins(spec: EngineSpec) -> Iterator[Pin]:
-    """The images the docker launcher runs: a pulled image by its tag (or digest), a local build by what its
-    ``build`` recipe fixes (a commit or a ``==`` version; a nightly fixes nothing)."""
+    """The images the docker launcher runs: a pulled image by its tag (or digest), a local build by what fixes it:
+    its tag where that names a release (``toolmatrix/llama-server:b11434``), or its ``build`` recipe (a commit or a
+    ``==`` version). A tag such as ``local``, ``latest`` or ``nightly``, or a recipe from a nightly, fixes nothing."""
     if spec.docker is None:
         return
     images = [(spec.docker.image, spec.docker.pull, spec.docker.build),
@@ -95,8 +97,9 @@ def _image_pins(spec: EngineSpec) -> Iterator[Pin]:
         if not pulled:
             recipe = build or ""
             fixed = _REQUIREMENT.search(recipe)
-            yield Pin("image (local build)", image, version_in(fixed.group(1)) if fixed else None,
-                      pinned=bool(fixed or _COMMIT.search(recipe)))
+            version = version_in(fixed.group(1)) if fixed else _tag_release(image)
+            yield Pin("image (local build)", image, version,
+                      pinned=bool(fixed or _COMMIT.search(recipe) or version is not None))
             continue
         if "@sha256:" in image:
             yield Pin("image", image, None)
@@ -105,12 +108,29 @@ def _image_pins(spec: EngineSpec) -> Iterator[Pin]:
             yield Pin("image", image, version, pinned=version is not None)
 
 
+_MOVING = re.compile(r"(?:^|[-_.])(?:local|latest|nightly|dev|main|master|edge)(?:$|[-_.])", re.IGNORECASE)
+
+
+def _tag_release(image: str) -> Version | None:
+    """The release a local build's tag names (``b11434`` -> 11434, ``0.20.dev162``); None for a tag that moves with
+    whatever was built last (``local``, ``latest``, ``nightly-…``) or names no release."""
+    tag = split_image(image)[1]
+    return None if _MOVING.search(tag) else version_in(tag)
+
+
 def _requirement_pins(where: str, steps: Iterable[Iterable[str]], packages: set[str]) -> Iterator[Pin]:
     """``PACKAGE==VERSION`` arguments of pip steps, for the engine's own packages (extras left aside)."""
     for argument in (a for step in steps for a in step):
         name, sep, version = argument.partition("==")
         if sep and re.sub(r"\[.*\]", "", name).lower() in packages:
             yield Pin(where, argument, version_in(version))
+
+
+def _build_pins(script: str) -> Iterator[Pin]:
+    """The release a build script under toolmatrix/data builds by default (``version="${VAR:-X}"``)."""
+    text = resources.files("toolmatrix.data").joinpath(script).read_text()
+    for default in re.findall(r'version="\$\{\w+:-([^}"]+)\}"', text):
+        yield Pin("process build", f"{script} {default}", version_in(default))
 
 
 def _run_pin(snapshot: Path | None, engine: str) -> Iterator[Pin]:
@@ -136,8 +156,12 @@ def pins(spec: EngineSpec, snapshot: Path | None = None, sweep: Mapping[str, lis
     found = [*_image_pins(spec)]
     if spec.process and spec.process.venv:
         found += _requirement_pins("process env", spec.process.venv.steps, packages)
+    elif spec.process and spec.process.install:
+        found += _build_pins(spec.process.install)
     if spec.replay:
         found += _requirement_pins("replay env", spec.replay.pip, packages)
+        if spec.replay.release:  # a release laid over the env (its own wheel where the env's package lacks it)
+            found.append(Pin("replay env", f"{spec.replay.release} over {spec.replay.env}", version_in(spec.replay.release)))
     return [*found, *_run_pin(snapshot, spec.id), *_sweep_pin(sweep or {}, spec.id)]
 
 

@@ -178,6 +178,8 @@ class ReplaySpec:
     cost: float  # ms per record, measured: only the order `toolmatrix replay -j N` starts engines in
     env: str = ""  # under ~/.cache/toolmatrix/venvs/; "": the worker runs under the host's python
     package: str = ""
+    fallback_package: str = ""  # what an overlay installs of a release ``package`` has not published
+    release: str = ""  # the release the replay pins, laid over ``env`` as an overlay; "": the env's own
     pip: tuple[tuple[str, ...], ...] = ()  # (): an env the live tier installs
     processes: int = 1
     tool_flag: str = "--tool-call-parser"
@@ -190,8 +192,8 @@ class ReplaySpec:
         """None where the spec states no ids-to-text rule: no adapter replays that engine."""
         if "detok" not in data:
             return None
-        return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "processes", "tool_flag",
-                                                               "reasoning_flag", "gguf"),
+        return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "fallback_package", "release",
+                                                               "processes", "tool_flag", "reasoning_flag", "gguf"),
                    parser_paths=tuple(data.get("parser_paths", ())),
                    pip=tuple(tuple(step) for step in data.get("pip", ())))
 

@@ -81,8 +81,14 @@ class Adapter:
         return cache_dir() / "venvs" / self.replay.env
 
     @property
+    def overlay_version(self) -> str | None:
+        """The release laid over the env: ENGINE@VERSION's, else the one the spec pins (``replay.release``)."""
+        return self.at or self.replay.release or None
+
+    @property
     def overlay_dir(self) -> Path | None:
-        return cache_dir() / "venvs" / f"{self.replay.env}-at" / self.at if self.at else None
+        version = self.overlay_version
+        return cache_dir() / "venvs" / f"{self.replay.env}-at" / version if version else None
 
     @property
     def python(self) -> Path:
@@ -100,17 +106,27 @@ class Adapter:
             return (f"{self.engine}'s parser environment is not installed ({self.env_dir}): "
                     f"toolmatrix replay-install {self.engine}")
         if self.overlay_dir is not None and not (self.overlay_dir / INSTALLED).is_file():
-            return f"{self.name} is not installed ({self.overlay_dir}): toolmatrix replay-install {self.name}"
+            what = "the release its replay pins" if self.at is None else "that release"
+            return (f"{self.name}: {what} is not installed ({self.overlay_dir}): "
+                    f"toolmatrix replay-install {self.name}")
         return None
+
+    @property
+    def version(self) -> str | None:
+        """The release of the engine's parser package this adapter replays; None where its env is not installed."""
+        if self.overlay_version is not None:
+            return self.overlay_version
+        return _pinned_in(self.versions(), self.replay.package)
 
     def versions(self) -> str:
         path = self.env_dir / INSTALLED
         lines = path.read_text().splitlines() if path.is_file() else []
         if self.overlay_dir is None:
             return "".join(line + "\n" for line in lines)
-        pinned = f"{self.replay.package.lower()}=="
-        return "".join(line + "\n" for line in [f"{self.replay.package}=={self.at}",
-                                                 *(x for x in lines if not x.lower().startswith(pinned))])
+        overlay = self.overlay_dir / INSTALLED  # the package the overlay holds (``fallback_package``'s, maybe)
+        laid = overlay.read_text().split() if overlay.is_file() else [f"{self.replay.package}=={self.overlay_version}"]
+        under = {line.partition("==")[0].lower() for line in [*laid, f"{self.replay.package}=="]}
+        return "".join(line + "\n" for line in [*laid, *(x for x in lines if x.partition("==")[0].lower() not in under)])
 
     def supports(self, family: str, reasoning_style: str | None) -> Support:
         args = self.spec.family_args.get(family)
@@ -153,15 +169,29 @@ class Adapter:
         if not self.replay.package:
             raise RuntimeError(f"{self.engine}: no engine package to install at a version")
         if not (self.env_dir / INSTALLED).is_file():
+            command = "replay-install" if self.replay.pip else "install"  # else the live tier's env
             raise RuntimeError(f"{self.name} lays over {self.engine}'s own environment, which is not installed: "
-                               f"toolmatrix replay-install {self.engine}")
+                               f"toolmatrix {command} {self.engine}")
         if (self.overlay_dir / INSTALLED).is_file():
             return self.overlay_dir
-        done = subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet",
-                               "--no-deps", "--upgrade", "--target", str(self.overlay_dir),
-                               f"{self.replay.package}=={self.at}"], capture_output=True, text=True)
-        if done.returncode != 0:  # pip's own last words: the measured reason a sweep's column gives
-            raise InstallError(f"{self.replay.package}=={self.at} does not install here: "
-                               f"{(done.stderr or done.stdout).strip()[-600:]}")
-        (self.overlay_dir / INSTALLED).write_text(f"{self.replay.package}=={self.at}\n")
-        return self.overlay_dir
+        refused = []
+        for package in filter(None, (self.replay.package, self.replay.fallback_package)):
+            requirement = f"{package}=={self.overlay_version}"
+            done = subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install",
+                                   "--quiet", "--no-deps", "--upgrade", "--target", str(self.overlay_dir),
+                                   requirement], capture_output=True, text=True)
+            if done.returncode == 0:
+                (self.overlay_dir / INSTALLED).write_text(requirement + "\n")
+                return self.overlay_dir
+            # pip's own last words: the measured reason a sweep's column gives
+            refused.append(f"{requirement} does not install here: {(done.stderr or done.stdout).strip()[-600:]}")
+        raise InstallError("\n".join(refused))
+
+
+def _pinned_in(freeze: str, package: str) -> str | None:
+    """``package``'s version in a ``pip freeze`` text, None where it is not there."""
+    for line in freeze.splitlines():
+        name, _, version = line.partition("==")
+        if name.lower() == package.lower() and version:
+            return version
+    return None
