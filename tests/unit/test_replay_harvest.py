@@ -164,7 +164,7 @@ def test_agreement_of_vllm_replay_with_its_live_answers(tmp_path: Path, capsys: 
     fixtures = list(harvest([folder]).fixtures)
     replay_engine(VLLM, fixtures, tmp_path / "replay" / "vllm", [])
     (same,) = agreement(fixtures, tmp_path / "replay")
-    assert (same.engine, same.replay_version, same.agreed, same.total) == ("vllm", "0.32.0", 2, 2)
+    assert (same.engine, same.replay_version, same.agreed, same.total) == ("vllm", "0.33.0", 2, 2)
 
     first = fixtures[0]
     live = first.extra["live"]
@@ -178,7 +178,7 @@ def test_agreement_of_vllm_replay_with_its_live_answers(tmp_path: Path, capsys: 
     path = tmp_path / "f.jsonl"
     dump_fixtures(fixtures, path)
     assert agreement_main(str(path), str(tmp_path / "replay"), None) == 0
-    assert "vllm 0.32.0 (live 0.32.0): 1/2 agree (50.0 %)" in capsys.readouterr().out
+    assert "vllm 0.33.0 (live 0.32.0) (versions differ): 1/2 agree (50.0 %)" in capsys.readouterr().out
     assert agreement_main(str(path), str(tmp_path), ["vllm"]) == 2
     assert f"{tmp_path / 'vllm' / 'run.json'}: no replay of vllm" in capsys.readouterr().err
 
