@@ -309,8 +309,8 @@ def test_a_job_ends_at_its_deadline_and_fails_at_once_on_a_broken_shard():
 # -- the verify workflow an engine's repository adds ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ["sglang", "vllm", "lmdeploy", "mlxlm", "transformers"])
-def test_the_verify_workflow_of_each_python_engine_passes_actionlint(tmp_path, engine):
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "lmdeploy", "mlxlm", "transformers", "llamacpp"])
+def test_the_verify_workflow_of_each_engine_passes_actionlint(tmp_path, engine):
     """Runs on a pull request touching the engine's parser files, verifies its diff, comments, fails on a break."""
     path = tmp_path / "verify.yml"
     assert main(["verify-workflow", "--engine", engine, "-o", str(path)]) == 0
@@ -321,6 +321,8 @@ def test_the_verify_workflow_of_each_python_engine_passes_actionlint(tmp_path, e
     steps = data["jobs"]["verify"]["steps"]
     assert any("toolmatrix replay-verify --engine" in step.get("run", "") for step in steps)
     assert any(step.get("run", "").startswith("gh pr comment") for step in steps)
+    # llama.cpp's harness is compiled on the runner, with ccache; a Python engine's parsers need no build tool.
+    assert any("ccache" in step.get("run", "") for step in steps) == (engine == "llamacpp")
 
 
 def test_an_engine_whose_spec_names_no_parser_files_gets_no_workflow(capsys):

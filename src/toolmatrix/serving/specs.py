@@ -186,6 +186,7 @@ class ReplaySpec:
     reasoning_flag: str = "--reasoning-parser"
     gguf: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)  # llama.cpp: family -> its GGUF's template
     parser_paths: tuple[str, ...] = ()  # the engine repository's parser files (a folder ends in /)
+    apt: tuple[str, ...] = ()  # Debian packages the verify workflow installs first (a compiled harness)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplaySpec | None:
@@ -194,7 +195,7 @@ class ReplaySpec:
             return None
         return cls(dict(data["detok"]), data["cost"], **given(data, "env", "package", "fallback_package", "release",
                                                                "processes", "tool_flag", "reasoning_flag", "gguf"),
-                   parser_paths=tuple(data.get("parser_paths", ())),
+                   parser_paths=tuple(data.get("parser_paths", ())), apt=tuple(data.get("apt", ())),
                    pip=tuple(tuple(step) for step in data.get("pip", ())))
 
 

@@ -35,9 +35,13 @@ def verify_workflow(engine: EngineSpec, command_line: str) -> str:
     if engine.replay is None or not engine.replay.parser_paths:
         raise ValueError(f"{engine.id}: its spec names no replay.parser_paths (the repository's parser files)")
     paths = list(engine.replay.parser_paths)
+    apt = ([{"name": "Install what the replay harness is built with",
+             "run": f"sudo apt-get update -q && sudo apt-get install -y -q --no-install-recommends "
+                    f"{' '.join(engine.replay.apt)}"}] if engine.replay.apt else [])
     steps: list[dict[str, Any]] = [
         {"uses": CHECKOUT, "with": {"fetch-depth": 0}},
         {"uses": SETUP_PYTHON, "with": {"python-version": PYTHON}},
+        *apt,
         {"name": "Install toolmatrix (from the source named by the TOOLMATRIX_SOURCE variable)",
          "run": 'pip install "${{ vars.TOOLMATRIX_SOURCE }}"\n'
                 f"toolmatrix replay-install {engine.id}\ntoolmatrix replay-install tokenizers"},
