@@ -98,6 +98,25 @@ def _patch(diff: Path, path: str, part: str, strip: int, folder: Path, onto: str
         raise ChangeError(f"{diff}: {path} does not apply to {onto}: {(done.stdout + done.stderr).strip()[-500:]}")
 
 
+def _apply(diff: Path, text: str, folder: Path, onto: str, locate: Callable[[str, str], int | None],
+           prepare: Callable[[str], None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Each file of ``text`` that ``locate`` finds (the leading path segments to strip), made ready by ``prepare``
+    (given its path inside) and patched in ``folder``: the applied files and the others (not applied); a
+    ChangeError where none applies."""
+    applied, skipped = [], []
+    for path, part in file_diffs(text):
+        strip = locate(path, part)
+        if strip is None:
+            skipped.append(path)
+            continue
+        prepare("/".join(path.split("/")[strip:]))
+        _patch(diff, path, part, strip, folder, onto)
+        applied.append(path)
+    if not applied:
+        raise ChangeError(f"{diff}: none of its files is in {onto}: {', '.join(skipped) or 'no file at all'}")
+    return tuple(applied), tuple(skipped)
+
+
 def _needs_patch() -> None:
     if shutil.which("patch") is None:
         raise ChangeError("--patch needs GNU patch on the PATH (Debian and Ubuntu: apt install patch)")
@@ -120,21 +139,23 @@ def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
     text = diff.read_text(encoding="utf-8")
     source = _change_tree(adapter, hashlib.sha256(text.encode()).hexdigest()[:12])
     shutil.copytree(installed, source, copy_function=os.symlink, ignore=shutil.ignore_patterns(".git"))
-    applied, skipped = [], []
-    for path, part in file_diffs(text):
+
+    def locate(path: str, part: str) -> int | None:
         strip = 1 if re.match(r"[ab]/", path) else 0  # a repository's diff: git's a/ and b/ prefixes, or none
-        inside = "/".join(path.split("/")[strip:])
+        inside = installed / "/".join(path.split("/")[strip:])  # not in the sdist's tree: CI files, left-out folders
         created = part.startswith("--- /dev/null")
-        if not ((installed / inside).is_file() or (created and (installed / inside).parent.is_dir())):
-            skipped.append(path)  # not in the sdist's tree (CI files, a folder it leaves out)
-            continue
+        return strip if inside.is_file() or (created and inside.parent.is_dir()) else None
+
+    def prepare(inside: str) -> None:
         _own_copy(source / inside, installed / inside)
-        _patch(diff, path, part, strip, source, f"{adapter.name}'s llama.cpp tree ({installed})")
-        applied.append(path)
-    if not applied:
-        raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s llama.cpp tree ({installed}): "
-                          f"{', '.join(skipped) or 'no file at all'}")
-    return _built(adapter, source, f"{diff.name} over {adapter.name}", tuple(applied), tuple(skipped), same_build=True)
+
+    try:
+        applied, skipped = _apply(diff, text, source, f"{adapter.name}'s llama.cpp tree ({installed})", locate,
+                                  prepare)
+    except ChangeError:
+        shutil.rmtree(source.parents[1], ignore_errors=True)
+        raise
+    return _built(adapter, source, f"{diff.name} over {adapter.name}", applied, skipped, same_build=True)
 
 
 def built_from_source(adapter: LlamaCppAdapter, checkout: Path) -> Change:
@@ -168,26 +189,22 @@ def from_patch(adapter: Adapter, diff: Path, work: Path) -> Change:
     site, tops = package_dirs(adapter)
     _needs_patch()
     folder = work / "change"
-    applied, skipped = [], []
-    def installed(tail: str) -> bool:
-        return tail.split("/")[0] in tops and ((site / tail).is_file() or (site / tail).parent.is_dir())
 
-    for path, part in file_diffs(diff.read_text(encoding="utf-8")):
-        strip = _tail(path, installed)
-        if strip is None:
-            skipped.append(path)
-            continue
-        top, inside = path.split("/")[strip], "/".join(path.split("/")[strip:])
+    def locate(path: str, part: str) -> int | None:
+        return _tail(path, lambda tail: tail.split("/")[0] in tops
+                     and ((site / tail).is_file() or (site / tail).parent.is_dir()))
+
+    def prepare(inside: str) -> None:
+        top = inside.split("/")[0]
         if not (folder / top).exists():  # a tree of links to the installed files: vLLM's package is 0.5 GB
             shutil.copytree(site / top, folder / top, copy_function=os.symlink,
                             ignore=shutil.ignore_patterns("__pycache__"))
         _own_copy(folder / inside, site / inside)
-        _patch(diff, path, part, strip, folder, f"{adapter.name}'s installed {adapter.replay.package}")
-        applied.append(path)
-    if not applied:
-        raise ChangeError(f"{diff}: none of its files is in {adapter.name}'s installed {adapter.replay.package} "
-                          f"({', '.join(tops)}): {', '.join(skipped) or 'no file at all'}")
-    return Change(folder, tuple(applied), tuple(skipped))
+
+    applied, skipped = _apply(diff, diff.read_text(encoding="utf-8"), folder,
+                              f"{adapter.name}'s installed {adapter.replay.package} ({', '.join(tops)})", locate,
+                              prepare)
+    return Change(folder, applied, skipped)
 
 
 def _own_copy(link: Path, installed: Path) -> None:
