@@ -73,6 +73,8 @@ def test_replay_agrees_with_the_live_answers_of_the_same_engine(engine: str, har
                            "--engine", engine, "--chunking", "whole"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     (result,) = agreement(load_fixtures(mine), tmp_path)
-    assert result.live_versions == (result.replay_version,)  # the live run's version, replayed
+    # The live run's version, replayed; vLLM's replay pins the release its live CPU build lags (engines/vllm.yaml).
+    live = {"vllm": "0.32.0"}.get(engine, result.replay_version)
+    assert (result.live_versions, result.replay_version) == ((live,), adapter.version or result.replay_version)
     assert result.total == SERVED[engine] and result.agreed >= 0.95 * result.total, \
         [d.what for d in result.disagreements]
