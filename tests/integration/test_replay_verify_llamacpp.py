@@ -75,13 +75,27 @@ def test_a_diff_that_breaks_qwen3_coder_calls_is_built_and_found(llamacpp, tmp_p
     assert not (llamacpp.source_tree.parents[2] / f"change-{key}").exists()  # the change's own tree is gone
 
 
-def test_a_checkout_with_the_same_line_changed_breaks_the_same_fixture(llamacpp, tmp_path, fixtures, capsys):
+def test_a_checkout_with_the_same_line_changed_breaks_the_same_fixture(llamacpp, tmp_path, fixtures, capsys,
+                                                                       monkeypatch):
     checkout = tmp_path / "llama.cpp"
     shutil.copytree(llamacpp.source_tree, checkout, copy_function=os.symlink)
     (checkout / PARSER).unlink()
     (checkout / PARSER).write_text((llamacpp.source_tree / PARSER).read_text().replace(OPENER, 'p.tool_arg_open("<param="'))
-    code, out, _ = verify(tmp_path, fixtures, capsys, "--source", str(checkout))
+    monkeypatch.chdir(tmp_path)  # named as a user types it: relative
+    code, out, _ = verify(tmp_path, fixtures, capsys, "--source", "llama.cpp")
     assert code == 1 and "broken: qwen3_coder.choose.time_not_weather.plain" in out, out
+
+
+def test_a_cache_without_the_harness_source_tree_is_refused_in_one_line(llamacpp, tmp_path, fixtures, capsys,
+                                                                        monkeypatch):
+    # A cache holding only the built binaries (copied from another machine, or a CI leg's): nothing to patch.
+    (tmp_path / "x.diff").write_text(diff_of(llamacpp, OPENER, 'p.tool_arg_open("<param="'))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "bin").symlink_to(llamacpp.bin_dir)
+    monkeypatch.setenv("TOOLMATRIX_CACHE", str(tmp_path / "cache"))
+    code, _, err = verify(tmp_path, fixtures, capsys, "--patch", str(tmp_path / "x.diff"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "is not in the cache" in err and "toolmatrix install llamacpp" in err
 
 
 def test_a_comment_changes_nothing_and_a_file_outside_the_tree_is_not_applied(llamacpp, tmp_path, fixtures, capsys):

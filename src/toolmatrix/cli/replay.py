@@ -417,6 +417,7 @@ def _cmd_install(args: argparse.Namespace) -> int:
 def _install_model_tokenizers(models: list[str]) -> int:
     """Each model's own tokenizer, from its weights, by the vLLM env's transformers (which made the live tier's
     converted folder): the GGUF is fetched as a live run fetches it."""
+    from toolmatrix.replay.adapters.base import INSTALLED
     from toolmatrix.replay.feeder import model_tokenizer_dir
     from toolmatrix.replay.session import adapters
     from toolmatrix.serving.registry import load_models
@@ -427,8 +428,9 @@ def _install_model_tokenizers(models: list[str]) -> int:
     for model in models:
         if model not in registered:
             raise ToolmatrixError(f"tokenizers --model {model}: not in engines/models.yaml")
-        if converter.ready() is not None:
-            raise ToolmatrixError(f"tokenizers --model {model}: {converter.ready()}")
+        if not (converter.env_dir / INSTALLED).is_file():  # only the env's python converts (not the laid release)
+            raise ToolmatrixError(f"tokenizers --model {model}: vLLM's environment is not installed "
+                                  f"({converter.env_dir}): toolmatrix install vllm")
         try:
             print(f"{model} -> {tokenizer_from_gguf(registered[model], converter.python, model_tokenizer_dir(model))}")
         except WeightsError as exc:  # weights it could not fetch or convert: the model named, a no (1)

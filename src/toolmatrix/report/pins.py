@@ -108,6 +108,7 @@ def _image_pins(spec: EngineSpec) -> Iterator[Pin]:
             yield Pin("image", image, version, pinned=version is not None)
 
 
+_COMMIT_TAG = re.compile(r"[0-9a-f]{7,40}")  # a build of one commit (toolmatrix/tabbyapi:e632af4): fixed, no release
 _MOVING = re.compile(r"(?:^|[-_.])(?:local|latest|nightly|dev|main|master|edge)(?:$|[-_.])", re.IGNORECASE)
 
 
@@ -115,7 +116,7 @@ def _tag_release(image: str) -> Version | None:
     """The release a local build's tag names (``b11434`` -> 11434, ``0.20.dev162``); None for a tag that moves with
     whatever was built last (``local``, ``latest``, ``nightly-…``) or names no release."""
     tag = split_image(image)[1]
-    return None if _MOVING.search(tag) else version_in(tag)
+    return None if _MOVING.search(tag) or _COMMIT_TAG.fullmatch(tag) else version_in(tag)
 
 
 def _requirement_pins(where: str, steps: Iterable[Iterable[str]], packages: set[str]) -> Iterator[Pin]:

@@ -154,7 +154,7 @@ class Adapter:
         if self.overlay_dir is not None:
             return self._install_overlay()
         if not self.replay.pip:
-            raise RuntimeError(f"{self.engine}: its environment is the live tier's: toolmatrix install {self.engine}")
+            raise InstallError(f"{self.engine}: its environment is the live tier's: toolmatrix install {self.engine}")
         pip = [str(self.python), "-m", "pip", "--disable-pip-version-check"]
         commands = [[sys.executable, "-m", "venv", "--clear", str(self.env_dir)]]
         commands += [[*pip, "install", *step] for step in self.replay.pip]
@@ -167,10 +167,10 @@ class Adapter:
     def _install_overlay(self) -> Path:
         assert self.overlay_dir is not None
         if not self.replay.package:
-            raise RuntimeError(f"{self.engine}: no engine package to install at a version")
+            raise InstallError(f"{self.engine}: no engine package to install at a version")
         if not (self.env_dir / INSTALLED).is_file():
             command = "replay-install" if self.replay.pip else "install"  # else the live tier's env
-            raise RuntimeError(f"{self.name} lays over {self.engine}'s own environment, which is not installed: "
+            raise InstallError(f"{self.name} lays over {self.engine}'s own environment, which is not installed: "
                                f"toolmatrix {command} {self.engine}")
         if (self.overlay_dir / INSTALLED).is_file():
             return self.overlay_dir
@@ -184,7 +184,10 @@ class Adapter:
                 (self.overlay_dir / INSTALLED).write_text(requirement + "\n")
                 return self.overlay_dir
             # pip's own last words: the measured reason a sweep's column gives
-            refused.append(f"{requirement} does not install here: {(done.stderr or done.stdout).strip()[-600:]}")
+            said = (done.stderr or done.stdout).strip()
+            refused.append(f"{requirement} does not install here: {said[-600:]}")
+            if "No matching distribution" not in said:  # a network or build failure: not a release it lacks
+                break
         raise InstallError("\n".join(refused))
 
 
