@@ -14,6 +14,7 @@ the cache; with ccache there (build-llama-server.sh uses it where installed) onl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -123,13 +124,19 @@ def _needs_patch() -> None:
         raise ChangeError("--patch needs GNU patch on the PATH (Debian and Ubuntu: apt install patch)")
 
 
-def _change_tree(adapter: LlamaCppAdapter, key: str) -> Path:
+@contextlib.contextmanager
+def _change_tree(adapter: LlamaCppAdapter, key: str) -> Iterator[Path]:
     """A fresh folder beside the installed build's tree, laid out as it is (ccache hashes paths relative to the
-    build folder): ``change-KEY/<sdist folder>/llama.cpp`` and ``change-KEY/build``."""
+    build folder): ``change-KEY/<sdist folder>/llama.cpp`` (yielded) and ``change-KEY/build``; removed whole when
+    anything inside fails (a removal once replayed is the Change's ``scratch``)."""
     installed = adapter.source_tree
     root = installed.parents[1].with_name(f"change-{key}")
     shutil.rmtree(root, ignore_errors=True)
-    return root / installed.parent.name / installed.name
+    try:
+        yield root / installed.parent.name / installed.name
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
 def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
@@ -141,25 +148,21 @@ def built_from_patch(adapter: LlamaCppAdapter, diff: Path) -> Change:
         raise ChangeError(f"{adapter.name}: the llama.cpp tree the installed harness was built from is not in the "
                           f"cache ({installed}): rm {adapter.record} && toolmatrix install llamacpp")
     text = diff.read_text(encoding="utf-8")
-    source = _change_tree(adapter, hashlib.sha256(text.encode()).hexdigest()[:12])
-    shutil.copytree(installed, source, copy_function=os.symlink, ignore=shutil.ignore_patterns(".git"))
+    with _change_tree(adapter, hashlib.sha256(text.encode()).hexdigest()[:12]) as source:
+        shutil.copytree(installed, source, copy_function=os.symlink, ignore=shutil.ignore_patterns(".git"))
 
-    def locate(path: str, part: str) -> int | None:
-        strip = 1 if re.match(r"[ab]/", path) else 0  # a repository's diff: git's a/ and b/ prefixes, or none
-        inside = installed / "/".join(path.split("/")[strip:])  # not in the sdist's tree: CI files, left-out folders
-        created = part.startswith("--- /dev/null")
-        return strip if inside.is_file() or (created and inside.parent.is_dir()) else None
+        def locate(path: str, part: str) -> int | None:
+            strip = 1 if re.match(r"[ab]/", path) else 0  # a repository's diff: git's a/ and b/ prefixes, or none
+            inside = installed / "/".join(path.split("/")[strip:])  # not in the sdist's tree: CI files, left-outs
+            created = part.startswith("--- /dev/null")
+            return strip if inside.is_file() or (created and inside.parent.is_dir()) else None
 
-    def prepare(inside: str) -> None:
-        _own_copy(source / inside, installed / inside)
+        def prepare(inside: str) -> None:
+            _own_copy(source / inside, installed / inside)
 
-    try:
         applied, skipped = _apply(diff, text, source, f"{adapter.name}'s llama.cpp tree ({installed})", locate,
                                   prepare)
-    except ChangeError:
-        shutil.rmtree(source.parents[1], ignore_errors=True)
-        raise
-    return _built(adapter, source, f"{diff.name} over {adapter.name}", applied, skipped, same_build=True)
+        return _built(adapter, source, f"{diff.name} over {adapter.name}", applied, skipped, same_build=True)
 
 
 def built_from_source(adapter: LlamaCppAdapter, checkout: Path) -> Change:
@@ -168,22 +171,19 @@ def built_from_source(adapter: LlamaCppAdapter, checkout: Path) -> Change:
     checkout = checkout.resolve()  # absolute: the links made to it must point there from anywhere
     if not (checkout / "common" / "chat.cpp").is_file():
         raise ChangeError(f"{checkout}: not a llama.cpp checkout (no common/chat.cpp)")
-    source = _change_tree(adapter, hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:12])
+
     def left_out(folder: str, names: list[str]) -> list[str]:  # git's data, and the checkout's own build folders
         return [n for n in names if n == ".git" or (Path(folder) == checkout and n.startswith("build"))]
 
-    shutil.copytree(checkout, source, copy_function=os.symlink, ignore=left_out)
-    return _built(adapter, source, f"{checkout} (a llama.cpp checkout)", (str(checkout),), (), same_build=False)
+    with _change_tree(adapter, hashlib.sha256(str(checkout).encode()).hexdigest()[:12]) as source:
+        shutil.copytree(checkout, source, copy_function=os.symlink, ignore=left_out)
+        return _built(adapter, source, f"{checkout} (a llama.cpp checkout)", (str(checkout),), (), same_build=False)
 
 
 def _built(adapter: LlamaCppAdapter, source: Path, what: str, applied: tuple[str, ...], skipped: tuple[str, ...],
            same_build: bool) -> Change:
-    """The harness built from ``source`` beside it; the whole change tree removed if the build fails."""
-    try:
-        folder = adapter.build_change(source, source.parents[1] / "build", what, same_build=same_build)
-    except BaseException:
-        shutil.rmtree(source.parents[1], ignore_errors=True)
-        raise
+    """The harness built from ``source`` beside it, into the change tree's ``build``."""
+    folder = adapter.build_change(source, source.parents[1] / "build", what, same_build=same_build)
     return Change(folder, applied, skipped, scratch=source.parents[1])
 
 

