@@ -43,9 +43,12 @@ def pytest_cmd(*args: str) -> list[str]:
 
 
 def llama_servers() -> list[str]:
-    """llama-server processes started from our cache (a container's, or a developer's own, are not ours)."""
-    out = subprocess.run(["pgrep", "-af", "llama-server"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "pgrep" not in line and str(cache_dir()) in line]
+    """llama-server processes started from our cache (a container's, or a developer's own, are not ours).
+
+    Matched by process name, not command line: a replay-verify build running beside this test
+    (``build-llama-server.sh --harness …``) names llama-server in its arguments but is no server."""
+    out = subprocess.run(["pgrep", "-ax", "llama-server"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(cache_dir()) in line]
 
 
 @pytest.fixture(scope="module")
