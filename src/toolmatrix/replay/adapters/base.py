@@ -175,7 +175,7 @@ class Adapter:
         if (self.overlay_dir / INSTALLED).is_file():
             return self.overlay_dir
         refused = []
-        for package in filter(None, (self.replay.package, self.replay.fallback_package)):
+        for package in self.replay.packages:
             requirement = f"{package}=={self.overlay_version}"
             done = subprocess.run([str(self.python), "-m", "pip", "--disable-pip-version-check", "install",
                                    "--quiet", "--no-deps", "--upgrade", "--target", str(self.overlay_dir),
