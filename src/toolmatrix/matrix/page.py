@@ -68,7 +68,8 @@ def embed_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _csp_hashes(template: str) -> str:
+def csp_hashes(template: str) -> str:
+    """The Content-Security-Policy of a page from ``template``: only its own inline script and style blocks run."""
     digests: dict[str, list[str]] = {kind: [] for kind in ("script", "style")}
     for kind, body in _BLOCK.findall(template):
         digests[kind].append("'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'")
@@ -115,7 +116,7 @@ def render_html(data: dict) -> str:
     """The page: the template with its CSP filled in and ``data`` (plus the layout, what the page holds and the
     colour thresholds its script and legends use) embedded."""
     template = resources.files("toolmatrix.matrix").joinpath("templates/index.html").read_text(encoding="utf-8")
-    template = template.replace("__CSP__", _csp_hashes(template))
+    template = template.replace("__CSP__", csp_hashes(template))
     head, tail = template.split(PLACEHOLDER)  # split, not replace: the data is never searched for markers
     holds = contents(data["cells"], data.get("versions") or [])
     return head + embed_json({**data, **layout(data["cells"]), "heading": heading(data), "holds": holds,

@@ -7,8 +7,8 @@ for each side (``base``: the release, ``change``: the release with the change), 
 
 index.html: the same as a static page, no script and nothing fetched (it opens from disk): the summary line, each
 broken and fixed fixture with its modes' verdicts before -> after and both records side by side (the reason, the
-failing checks, the diff against the expectation and the parser's output, as the matrix page shows a failing record:
-``detail.failure_detail``), each record linked to its line; the unchanged fixtures collapsed, a line a mode. Every
+failing checks and the parser's output, as the matrix page shows a failing record: ``detail.failure_detail``; the
+fixture's expectation once), each record linked to its line; the unchanged fixtures collapsed, a line a mode. Every
 text from a record goes through ``html.escape``, and the Content-Security-Policy (``page``'s, from the template's
 own style) admits no script at all.
 """
@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from toolmatrix.base.atomic import write_json, write_text
 from toolmatrix.matrix.detail import BLOB_CAP, REASON_CAP, cap, failure_detail
-from toolmatrix.matrix.page import _csp_hashes
+from toolmatrix.matrix.page import csp_hashes
 from toolmatrix.records import read_run_info, scan_records
 from toolmatrix.replay.verify import BROKEN, FIXED, UNCHANGED, Change, outcome
 
@@ -93,9 +93,8 @@ def verify_report(seen: _Sides, engine: str, release: str | None, change: Change
 
 def _embedded(directory: Path, report: dict, seen: _Sides) -> dict[tuple[str, str, str], dict]:
     """(side, fixture, mode) -> what the page shows of that record (``failure_detail``, and the fixture's
-    description), for the broken and fixed fixtures in page order while their records fit ``DETAIL_BUDGET``. Not its
-    diff against the expectation: ``expectation_diff`` reads a live record's ``expect`` (``calls``), and a replay
-    record's names its calls ``tool_calls``; the page shows the expectation itself, once a fixture."""
+    description), for the broken and fixed fixtures in page order while their records fit ``DETAIL_BUDGET``. The page
+    shows the fixture's expectation once (``_about``), not each record's diff against it."""
     wanted: set[str] = set()
     left = DETAIL_BUDGET
     for entry in report["fixtures"]:
@@ -209,7 +208,7 @@ def render_verify_page(directory: Path, report: dict, seen: _Sides) -> str:
     """index.html of the verification ``report`` (verify.json) whose records (``_scan``) are under ``directory``."""
     template = resources.files("toolmatrix.matrix").joinpath("templates/verify.html").read_text(encoding="utf-8")
     title = f"replay-verify: {report['engine']} {report['release'] or ''}".strip()
-    template = template.replace("__CSP__", _csp_hashes(template)).replace("__TITLE__", _text(title))
+    template = template.replace("__CSP__", csp_hashes(template)).replace("__TITLE__", _text(title))
     details = _embedded(directory, report, seen)
     links = " and ".join(f'<a href="{_text(quote(report["results"][side]))}">{_text(report["results"][side])}</a> '
                          f"({SIDE_NAMES[side]})" for side in SIDES)
